@@ -1,1 +1,60 @@
-fn main() {}
+//! The `numaff` binary: parses the command line and calls the crates. Kept thin on purpose;
+//! each subcommand lives in its own module.
+
+mod demo;
+mod topo;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// numaff places the threads and memory pages of parallel programs on NUMA machines.
+///
+/// Start with `numaff demo`. Every `--machine` option takes a machine file, an hwloc XML export, a
+/// catalog name (`numaff topo --list`), an hwloc synthetic description such as
+/// "pack:2 numa:2 core:4 pu:2", or "host".
+#[derive(Parser)]
+#[command(name = "numaff", version, about, long_about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what numaff sees: this machine next to one of the papers' machines.
+    Demo(demo::DemoArgs),
+    /// Show, export, import or measure a machine topology (nodes, packages, caches, cores, PUs).
+    Topo(topo::TopoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(&args),
+        Command::Topo(args) => topo::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("numaff: error: {}", describe(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes, skipping a cause whose text the message above it already includes.
+fn describe(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if text.contains(&s) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&s);
+    }
+    text
+}

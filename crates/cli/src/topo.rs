@@ -1,0 +1,159 @@
+//! `numaff topo`: show a machine (the host, a machine file, a catalog machine, an hwloc export or a
+//! synthetic description) as a tree or JSON, list the catalog, export machine files, measure.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+
+use numaff_machine::{catalog, file, render, spec, Machine};
+
+#[derive(Args)]
+pub struct TopoArgs {
+    /// Show this machine instead of the host: a machine file, an hwloc XML export, a catalog name,
+    /// or an hwloc synthetic description such as "pack:4 core:8 pu:2".
+    #[arg(long, value_name = "MACHINE", conflicts_with_all = ["from_hwloc", "sysfs"])]
+    machine: Option<String>,
+    /// Import an hwloc XML export (`lstopo --of xml > FILE.xml`).
+    #[arg(long, value_name = "FILE.xml", conflicts_with = "sysfs")]
+    from_hwloc: Option<PathBuf>,
+    /// Read the topology from a sysfs tree under ROOT (ROOT/sys/devices/system/...) instead of hwloc;
+    /// `--sysfs /` reads this machine without hwloc.
+    #[arg(long, value_name = "ROOT")]
+    sysfs: Option<PathBuf>,
+    /// List the catalog of the papers' machines with their sources.
+    #[arg(long, conflicts_with_all = ["machine", "from_hwloc", "sysfs", "export"])]
+    list: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Write the machine (with measured matrices, if --measure) as a TOML machine file.
+    #[arg(long, value_name = "FILE.toml")]
+    export: Option<PathBuf>,
+}
+
+/// What `--json` prints for one machine.
+#[derive(Serialize)]
+struct TopoJson<'a> {
+    machine: &'a Machine,
+    summary: numaff_machine::Summary,
+    /// Every PU with its core (logical index), package and node.
+    pus: Vec<PuJson>,
+}
+
+#[derive(Serialize)]
+struct PuJson {
+    os_index: u32,
+    core: usize,
+    package: u32,
+    node: Option<u32>,
+}
+
+pub fn run(args: &TopoArgs) -> Result<()> {
+    if args.list {
+        return list(args.json);
+    }
+    let machine = load(args)?;
+    if let Some(path) = &args.export {
+        file::save(&machine, path).with_context(|| format!("cannot export the machine to {}", path.display()))?;
+        if !args.json {
+            eprintln!("numaff: wrote {} ({})", path.display(), machine.name);
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&to_json(&machine))?);
+    } else {
+        print!("{}", render::topology(&machine));
+    }
+    Ok(())
+}
+
+/// The machine the arguments name: --machine, --from-hwloc, --sysfs, or the host.
+fn load(args: &TopoArgs) -> Result<Machine> {
+    if let Some(s) = &args.machine {
+        return Ok(spec::resolve(s)?);
+    }
+    if let Some(path) = &args.from_hwloc {
+        if !path.is_file() {
+            bail!("hwloc XML file {} does not exist; make one with `lstopo-no-graphics --of xml FILE.xml`", path.display());
+        }
+        return Ok(spec::from_hwloc_xml(path)?);
+    }
+    if let Some(root) = &args.sysfs {
+        return Ok(numaff_machine::sysfs::discover_from(root)?);
+    }
+    Ok(numaff_machine::discover_host()?)
+}
+
+pub fn to_json(m: &Machine) -> impl Serialize + '_ {
+    let pus = m
+        .cores()
+        .enumerate()
+        .flat_map(|(core, (package, c))| {
+            c.pus.iter().map(move |pu| (pu, core, package))
+        })
+        .map(|(pu, core, package)| PuJson {
+            os_index: pu,
+            core,
+            package,
+            node: m.node_of_pu(pu),
+        })
+        .collect();
+    TopoJson {
+        machine: m,
+        summary: m.summary(),
+        pus,
+    }
+}
+
+#[derive(Serialize)]
+struct ListEntry {
+    name: &'static str,
+    description: Option<String>,
+    source: Option<String>,
+    nodes: usize,
+    cores: usize,
+    pus: usize,
+    numa_factor: Option<numaff_machine::NumaFactor>,
+}
+
+fn list(json: bool) -> Result<()> {
+    let mut entries = Vec::new();
+    for name in catalog::names() {
+        let m = catalog::load(name)?;
+        let s = m.summary();
+        entries.push(ListEntry {
+            name,
+            description: m.description.clone(),
+            source: m.source.clone(),
+            nodes: s.nodes,
+            cores: s.cores,
+            pus: s.pus,
+            numa_factor: s.numa_factor,
+        });
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(());
+    }
+    println!("{:<16} {:>5} {:>5} {:>5} {:>11}  source", "name", "nodes", "cores", "PUs", "NUMA factor");
+    for e in &entries {
+        let factor = match e.numa_factor {
+            Some(f) if (f.max - f.min).abs() < 0.005 => format!("{:.2}", f.max),
+            Some(f) => format!("{:.2}-{:.2}", f.min, f.max),
+            None => "-".into(),
+        };
+        println!(
+            "{:<16} {:>5} {:>5} {:>5} {:>11}  {}",
+            e.name,
+            e.nodes,
+            e.cores,
+            e.pus,
+            factor,
+            e.source.as_deref().unwrap_or("")
+        );
+    }
+    println!("\nShow one with `numaff topo --machine NAME`; any --machine option takes these names.");
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! Fuzzes hwloc XML import: any bytes give a machine or an error, never a panic, and an imported
+//! machine survives the machine-file round trip.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use numaff_machine::file::{from_toml_str, to_toml_string};
+use numaff_machine::hwloc::from_xml_str;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(xml) = std::str::from_utf8(data) else { return };
+    if let Ok(machine) = from_xml_str(xml, "fuzz.xml") {
+        let written = to_toml_string(&machine).expect("an imported machine can be written");
+        let again = from_toml_str(&written, "rewritten.toml").expect("a written machine loads");
+        assert_eq!(machine, again, "round trip changed the machine");
+    }
+});

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Fuzzes each target for SECONDS (default 60): scripts/fuzz.sh 3600 for a long run.
+# Uses a nightly toolchain when there is one, else stable with RUSTC_BOOTSTRAP (cargo-fuzz needs -Z).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+seconds=${1:-60}
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "fuzz: installing cargo-fuzz" >&2
+  cargo install cargo-fuzz --locked --quiet
+fi
+toolchain=()
+if rustup run nightly rustc --version >/dev/null 2>&1; then
+  toolchain=(+nightly)
+else
+  export RUSTC_BOOTSTRAP=1
+fi
+mkdir -p fuzz/corpus/machine_file fuzz/corpus/hwloc_xml
+cp machines/*.toml fuzz/corpus/machine_file/ 2>/dev/null || true
+cp crates/machine/tests/fixtures/*.xml fuzz/corpus/hwloc_xml/ 2>/dev/null || true
+for target in machine_file hwloc_xml; do
+  echo "fuzz: $target for ${seconds}s"
+  log=$(mktemp)
+  if ! cargo "${toolchain[@]}" fuzz run "$target" "fuzz/corpus/$target" -- \
+      -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzz: $target failed (a crash is kept under fuzz/artifacts/$target)"
+    exit 1
+  fi
+  grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added)" "$log" || tail -n 5 "$log"
+  rm -f "$log"
+done

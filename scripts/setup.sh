@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what numaff needs to build and test on Debian 12 (run as root). Idempotent and quick
+# when everything is already there: apt runs only for missing packages.
+set -euo pipefail
+
+packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: no Rust toolchain found; install Rust 1.80 or newer (rustup) and run again" >&2
+  exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+fi
