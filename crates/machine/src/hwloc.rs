@@ -1,1 +1,629 @@
-//! Placeholder: filled in by its own change.
+//! Discovery of a [`Machine`] through hwloc (Debian's libhwloc 2.9, via `hwlocality`): the running
+//! machine, hwloc XML exports (`lstopo --of xml`) and synthetic topologies ("pack:2 core:4 pu:2").
+
+use std::ffi::CStr;
+use std::path::Path;
+
+use hwlocality::cpu::cpuset::CpuSet as HwCpuSet;
+use hwlocality::memory::attribute::{Initiator, MemoryAttribute};
+use hwlocality::object::attributes::{CacheAssociativity, ObjectAttributes};
+use hwlocality::object::distance::DistancesKind;
+use hwlocality::object::types::{CacheType, ObjectType};
+use hwlocality::object::TopologyObject;
+use hwlocality::topology::builder::{BuildFlags, TopologyBuilder, TypeFilter};
+use hwlocality::Topology;
+
+use crate::cpuset::CpuSet;
+use crate::error::{MachineError, Result};
+use crate::model::{Cache, CacheKind, Core, Machine, Matrix, Node, Package};
+
+/// An example synthetic description, for error messages.
+const SYNTHETIC_EXAMPLE: &str = "pack:2 numa:1(memory=64GiB) l3:1(size=32MiB) core:8 pu:2";
+
+/// 1 MiB/s in MB/s.
+const MIB_PER_S_IN_MB_PER_S: f64 = 1.048_576;
+
+/// The running machine, as hwloc sees it: name = host name, source = "hwloc VERSION", page size
+/// from the system. PUs and nodes outside this process' cgroup are included: the model describes the
+/// machine, not what this process may use.
+///
+/// # Mapping onto numaff's model (the same for XML and synthetic topologies)
+///
+/// - NUMANode objects give the nodes (os index, local memory, cpuset). hwloc gives a memory-only
+///   node (KNL MCDRAM, CXL, NVDIMM) the cpuset of its locality, so it would share its PUs with the
+///   DRAM node beside it; numaff gives each PU to the node with the smallest cpuset containing it
+///   (on a tie the lowest id), which leaves such nodes without cpus as the kernel lists them.
+/// - Package objects give the packages (one package 0 when there is none), Core objects the cores
+///   (each PU is its own core when there is none).
+/// - Every CPU cache object (unified, data and instruction caches of every level) gives a cache.
+///   Instruction caches are kept (hwloc hides them by default). hwloc's "unknown" associativity is
+///   `None`, "fully associative" is `Some(0)`; an unknown line size is taken as 64 bytes and noted in
+///   `assumptions`.
+/// - `distances`: hwloc's NUMA latency distance matrix (Linux' SLIT as "NUMALatency"), when one
+///   covers every node.
+/// - `latency_ns` / `bandwidth_mbps`: the Latency (ns) and Bandwidth memory attributes from initiators
+///   to NUMA nodes, when every (cpu node, node) pair has a value (rows of memory-only nodes are 0).
+///   An initiator stands for a node when its cpuset is the node's, lies inside it (a PU) or holds it
+///   (a package), in that order of preference.
+///   hwloc gives bandwidth in MiB/s (2^20 bytes/s); numaff stores MB/s (10^6 bytes/s), so values are
+///   multiplied by 1.048576.
+/// - `frequency_mhz`: the largest FrequencyMaxMHz (else FrequencyBaseMHz) of the cpu kinds.
+pub fn discover() -> Result<Machine> {
+    let action = "discover this machine";
+    let topology = builder(action)?.build().map_err(|e| {
+        hwloc_error(
+            action,
+            format!("{e}; run `lstopo` to see hwloc's own report"),
+        )
+    })?;
+    let mut m = to_machine(&topology)?;
+    m.name = root_info(&topology, "HostName")
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    m.source = Some(format!("hwloc {}", hwloc_version(&topology)));
+    m.page_size = crate::sysfs::system_page_size();
+    finish(m, "hwloc discovery")
+}
+
+/// A machine from an hwloc XML file (`lstopo --of xml FILE.xml`, `hwloc-annotate`). Its name is the
+/// exported machine's host name, else the file name without extension.
+pub fn from_xml_file(path: &Path) -> Result<Machine> {
+    let text = std::fs::read_to_string(path).map_err(|source| MachineError::Io {
+        action: "read hwloc XML file",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut m = from_xml_inner(&text, &path.display().to_string())?;
+    if m.name.is_empty() {
+        m.name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+    }
+    finish(m, &path.display().to_string())
+}
+
+/// A machine from hwloc XML text; `origin` names it in errors and, when the XML has no host name,
+/// becomes the machine's name.
+pub fn from_xml_str(xml: &str, origin: &str) -> Result<Machine> {
+    let mut m = from_xml_inner(xml, origin)?;
+    if m.name.is_empty() {
+        m.name = origin.to_string();
+    }
+    finish(m, origin)
+}
+
+/// A machine from an hwloc synthetic description such as "pack:4 core:8 pu:2" (see hwloc's
+/// "Synthetic topologies"); its name is the description.
+pub fn from_synthetic(desc: &str) -> Result<Machine> {
+    let action = format!("build a synthetic topology from {desc:?}");
+    let explain = || {
+        let reason = diagnose_synthetic(desc)
+            .map(|r| format!("{r}; "))
+            .unwrap_or_default();
+        format!(
+            "{reason}hwloc expects levels from the top down, each `type:count` with optional \
+             attributes in parentheses, ending with PUs, e.g. \"{SYNTHETIC_EXAMPLE}\" \
+             (set HWLOC_SYNTHETIC_VERBOSE=1 to see hwloc's own diagnosis)"
+        )
+    };
+    let topology = builder(&action)?
+        .from_synthetic(desc)
+        .map_err(|_| hwloc_error(&action, explain()))?
+        .build()
+        .map_err(|e| hwloc_error(&action, format!("{e}; {}", explain())))?;
+    let mut m = to_machine(&topology)?;
+    m.name = desc.trim().to_string();
+    m.source = Some(format!(
+        "hwloc {} synthetic topology",
+        hwloc_version(&topology)
+    ));
+    m.page_size = page_size_of(&topology, &mut m.assumptions);
+    finish(m, &format!("synthetic topology {desc:?}"))
+}
+
+fn from_xml_inner(xml: &str, origin: &str) -> Result<Machine> {
+    let action = format!("import the hwloc XML {origin}");
+    let topology = builder(&action)?
+        .from_xml(xml)
+        .map_err(|e| {
+            hwloc_error(
+                &action,
+                format!(
+                    "{e}; give an XML written by `lstopo --of xml FILE.xml` or hwloc-annotate \
+                     (set HWLOC_XML_VERBOSE=1 to see where hwloc's parser stopped)"
+                ),
+            )
+        })?
+        .build()
+        .map_err(|e| hwloc_error(&action, e.to_string()))?;
+    let mut m = to_machine(&topology)?;
+    m.name = root_info(&topology, "HostName").unwrap_or_default();
+    m.source = Some(match root_info(&topology, "hwlocVersion") {
+        Some(v) => format!("hwloc XML {origin} (exported by hwloc {v})"),
+        None => format!("hwloc XML {origin}"),
+    });
+    m.page_size = page_size_of(&topology, &mut m.assumptions);
+    Ok(m)
+}
+
+/// A builder that keeps what numaff models: disallowed PUs and nodes, instruction caches.
+fn builder(action: &str) -> Result<TopologyBuilder> {
+    Topology::builder()
+        .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+        .map_err(|e| hwloc_error(action, format!("cannot set the build flags: {e}")))?
+        .with_cpu_cache_type_filter(TypeFilter::KeepAll)
+        .map_err(|e| hwloc_error(action, format!("cannot keep the caches: {e}")))?
+        .with_cpu_icache_type_filter(TypeFilter::KeepAll)
+        .map_err(|e| hwloc_error(action, format!("cannot keep the instruction caches: {e}")))
+}
+
+fn finish(mut m: Machine, origin: &str) -> Result<Machine> {
+    m.normalize();
+    crate::file::check(&m, origin)?;
+    Ok(m)
+}
+
+fn hwloc_error(action: &str, message: String) -> MachineError {
+    MachineError::Hwloc {
+        action: action.to_string(),
+        message,
+    }
+}
+
+fn text(s: &CStr) -> String {
+    s.to_string_lossy().into_owned()
+}
+
+fn root_info(topology: &Topology, key: &str) -> Option<String> {
+    topology.root_object().info(key).map(text)
+}
+
+/// The version of the hwloc that built the topology ("2.9.0"), else its API version.
+fn hwloc_version(topology: &Topology) -> String {
+    root_info(topology, "hwlocVersion").unwrap_or_else(|| {
+        let v = hwlocality::hwloc_api_version();
+        format!("(API {}.{})", v >> 16, (v >> 8) & 0xff)
+    })
+}
+
+/// The smallest page size of the NUMA nodes (hwloc records them in XML exports), else 4 KiB.
+fn page_size_of(topology: &Topology, assumptions: &mut Vec<String>) -> u64 {
+    let smallest = topology
+        .objects_with_type(ObjectType::NUMANode)
+        .filter_map(|n| match n.attributes() {
+            Some(ObjectAttributes::NUMANode(a)) => {
+                a.page_types().iter().map(|p| p.size().get()).min()
+            }
+            _ => None,
+        })
+        .min();
+    smallest.unwrap_or_else(|| {
+        assumptions.push("hwloc gives no page size; assumed 4 KiB".to_string());
+        4096
+    })
+}
+
+fn cpus_of(set: &HwCpuSet) -> CpuSet {
+    set.iter_set()
+        .filter_map(|i| u32::try_from(usize::from(i)).ok())
+        .collect()
+}
+
+fn object_cpus(obj: &TopologyObject) -> CpuSet {
+    obj.cpuset().map(|s| cpus_of(&s)).unwrap_or_default()
+}
+
+/// An object's os index, else its logical index (synthetic and some XML objects have none).
+fn object_id(obj: &TopologyObject) -> u32 {
+    let index = obj.os_index().unwrap_or_else(|| obj.logical_index());
+    u32::try_from(index).unwrap_or(u32::MAX)
+}
+
+/// Everything but name, source and page size, which depend on where the topology came from.
+fn to_machine(topology: &Topology) -> Result<Machine> {
+    let mut m = Machine::new(String::new());
+    let pus: CpuSet = topology
+        .objects_with_type(ObjectType::PU)
+        .map(object_id)
+        .collect();
+
+    // Nodes, sorted by id; each PU goes to the smallest node cpuset holding it.
+    let mut numa: Vec<(u32, u64, CpuSet, &TopologyObject)> = topology
+        .objects_with_type(ObjectType::NUMANode)
+        .map(|obj| {
+            let memory = match obj.attributes() {
+                Some(ObjectAttributes::NUMANode(a)) => a.local_memory().map_or(0, |v| v.get()),
+                _ => 0,
+            };
+            (object_id(obj), memory, object_cpus(obj), obj)
+        })
+        .collect();
+    numa.sort_by_key(|n| n.0);
+    let mut node_cpus = vec![CpuSet::new(); numa.len()];
+    for pu in &pus {
+        let owner = numa
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.2.contains(pu))
+            .min_by_key(|(_, n)| (n.2.len(), n.0));
+        if let Some((i, _)) = owner {
+            node_cpus[i].insert(pu);
+        }
+    }
+    for (i, (id, memory, locality, _)) in numa.iter().enumerate() {
+        if node_cpus[i].is_empty() && !locality.is_empty() {
+            m.assumptions.push(format!(
+                "hwloc places node {id} near cpus {locality}, which belong to another node; \
+                 numaff models it as a memory-only node, as the kernel lists it"
+            ));
+        }
+        m.nodes.push(Node {
+            id: *id,
+            memory_bytes: *memory,
+            cpus: std::mem::take(&mut node_cpus[i]),
+        });
+    }
+
+    // Cores, then packages.
+    let mut cores: Vec<CpuSet> = topology
+        .objects_with_type(ObjectType::Core)
+        .map(|c| object_cpus(c).intersection(&pus))
+        .filter(|c| !c.is_empty())
+        .collect();
+    let covered = cores.iter().fold(CpuSet::new(), |a, c| a.union(c));
+    cores.extend(
+        pus.iter()
+            .filter(|p| !covered.contains(*p))
+            .map(|p| [p].into_iter().collect::<CpuSet>()),
+    );
+    let mut packages: Vec<(u32, CpuSet)> = topology
+        .objects_with_type(ObjectType::Package)
+        .map(|p| (object_id(p), object_cpus(p)))
+        .collect();
+    if packages.is_empty() {
+        packages.push((0, pus.clone()));
+    }
+    m.packages = packages
+        .iter()
+        .map(|(id, _)| Package {
+            id: *id,
+            cores: Vec::new(),
+        })
+        .collect();
+    for core in cores {
+        let first = core.first().unwrap_or_default();
+        let Some(p) = packages.iter().position(|(_, set)| set.contains(first)) else {
+            return Err(hwloc_error(
+                "map the topology",
+                format!("core with PUs {core} is in no package; the topology is inconsistent"),
+            ));
+        };
+        m.packages[p].cores.push(Core { pus: core });
+    }
+    m.packages.retain(|p| !p.cores.is_empty());
+
+    // Caches.
+    let mut unknown_line = 0;
+    let mut no_size = 0;
+    for obj in topology.objects() {
+        if !obj.object_type().is_cpu_cache() {
+            continue;
+        }
+        let Some(ObjectAttributes::Cache(attr)) = obj.attributes() else {
+            continue;
+        };
+        let cpus = object_cpus(obj).intersection(&pus);
+        let Some(size) = attr.size() else {
+            no_size += 1;
+            continue;
+        };
+        if cpus.is_empty() {
+            continue;
+        }
+        let kind = match attr.cache_type() {
+            CacheType::Data => CacheKind::Data,
+            CacheType::Instruction => CacheKind::Instruction,
+            _ => CacheKind::Unified,
+        };
+        let line_bytes = match attr.line_size() {
+            Some(l) => u32::try_from(l.get()).unwrap_or(64),
+            None => {
+                unknown_line += 1;
+                64
+            }
+        };
+        let associativity = match attr.associativity() {
+            CacheAssociativity::Ways(w) => Some(u32::try_from(w.get()).unwrap_or(u32::MAX)),
+            CacheAssociativity::Full => Some(0),
+            CacheAssociativity::Unknown => None,
+        };
+        m.caches.push(Cache {
+            level: u8::try_from(attr.depth()).unwrap_or(u8::MAX),
+            kind,
+            size_bytes: size.get(),
+            line_bytes,
+            associativity,
+            latency_cycles: None,
+            cpus,
+        });
+    }
+    if unknown_line > 0 {
+        m.assumptions.push(format!(
+            "hwloc does not know the line size of {unknown_line} caches; assumed 64 bytes"
+        ));
+    }
+    if no_size > 0 {
+        m.assumptions.push(format!(
+            "hwloc does not know the size of {no_size} caches; they are left out"
+        ));
+    }
+
+    let numa_objects: Vec<&TopologyObject> = numa.iter().map(|n| n.3).collect();
+    m.distances = distances(topology, &numa_objects, &mut m.assumptions);
+    let cpu_sets: Vec<CpuSet> = m.nodes.iter().map(|n| n.cpus.clone()).collect();
+    m.latency_ns = memattr_matrix(
+        MemoryAttribute::latency(topology),
+        "Latency",
+        &numa_objects,
+        &cpu_sets,
+        1.0,
+        &mut m.assumptions,
+    );
+    m.bandwidth_mbps = memattr_matrix(
+        MemoryAttribute::bandwidth(topology),
+        "Bandwidth",
+        &numa_objects,
+        &cpu_sets,
+        MIB_PER_S_IN_MB_PER_S,
+        &mut m.assumptions,
+    );
+    m.frequency_mhz = frequency(topology);
+    m.description = topology
+        .objects_with_type(ObjectType::Package)
+        .find_map(|p| p.info("CPUModel"))
+        .map(text);
+    Ok(m)
+}
+
+/// The NUMA latency matrix, indexed like `nodes` (sorted by id), when one covers every node.
+fn distances(
+    topology: &Topology,
+    nodes: &[&TopologyObject],
+    assumptions: &mut Vec<String>,
+) -> Option<Matrix<u32>> {
+    let all = topology.distances(None).ok()?;
+    let mut candidates: Vec<_> = all
+        .iter()
+        .filter(|d| !d.kind().contains(DistancesKind::MEANS_BANDWIDTH))
+        .filter(|d| {
+            d.objects()
+                .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
+        })
+        .collect();
+    // Prefer the OS's matrix (NUMALatency), then any latency-like one.
+    candidates.sort_by_key(|d| {
+        let name = d.name().map(text).unwrap_or_default();
+        (
+            name != "NUMALatency",
+            !d.kind().contains(DistancesKind::MEANS_LATENCY),
+        )
+    });
+    let d = candidates.first()?;
+    let name = d.name().map(text).unwrap_or_else(|| "unnamed".to_string());
+    let positions: Option<Vec<usize>> = nodes.iter().map(|n| d.object_idx(n)).collect();
+    let Some(positions) = positions else {
+        assumptions.push(format!(
+            "hwloc's {name} distance matrix does not cover every node; distances left out"
+        ));
+        return None;
+    };
+    let n = d.num_objects();
+    let values = d.distances();
+    let mut matrix = Vec::with_capacity(nodes.len());
+    for &r in &positions {
+        let mut row = Vec::with_capacity(nodes.len());
+        for &c in &positions {
+            let v = values.get(r * n + c).copied()?;
+            let Ok(v) = u32::try_from(v) else {
+                assumptions.push(format!(
+                    "hwloc's {name} distance {v} does not fit SLIT units; distances left out"
+                ));
+                return None;
+            };
+            row.push(v);
+        }
+        matrix.push(row);
+    }
+    Some(matrix)
+}
+
+/// How well an initiator's cpuset stands for the cpus of a node: exactly, from inside (a PU or core
+/// of the node), or from outside (a package holding the node). `None` when unrelated.
+fn initiator_rank(initiator: &CpuSet, node: &CpuSet) -> Option<(u8, usize)> {
+    if initiator.is_empty() || !initiator.intersects(node) {
+        None
+    } else if initiator == node {
+        Some((0, initiator.len()))
+    } else if initiator.is_subset(node) {
+        Some((1, initiator.len()))
+    } else if node.is_subset(initiator) {
+        Some((2, initiator.len()))
+    } else {
+        None
+    }
+}
+
+/// A memory attribute as a matrix (row = node of the initiator, column = target node), scaled by
+/// `scale`; `None` unless every cpu node has a value for every node.
+fn memattr_matrix(
+    attr: MemoryAttribute<'_>,
+    name: &str,
+    nodes: &[&TopologyObject],
+    node_cpus: &[CpuSet],
+    scale: f64,
+    assumptions: &mut Vec<String>,
+) -> Option<Matrix<f64>> {
+    let mut matrix = vec![vec![0.0; nodes.len()]; nodes.len()];
+    let mut found = 0usize;
+    let mut missing = 0usize;
+    for (c, target) in nodes.iter().enumerate() {
+        let values: Vec<(CpuSet, u64)> = match attr.initiators(target) {
+            Ok((initiators, values)) => initiators
+                .iter()
+                .map(|i| match i {
+                    Initiator::CpuSet(set) => cpus_of(set),
+                    Initiator::Object(obj) => object_cpus(obj),
+                })
+                .zip(values)
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        found += values.len();
+        for (r, cpus) in node_cpus.iter().enumerate() {
+            if cpus.is_empty() {
+                continue; // memory-only node: no cpu to measure from, the row stays 0
+            }
+            let best = values
+                .iter()
+                .filter_map(|(set, v)| initiator_rank(set, cpus).map(|rank| (rank, *v)))
+                .min_by_key(|(rank, _)| *rank);
+            match best {
+                Some((_, v)) => matrix[r][c] = v as f64 * scale,
+                None => missing += 1,
+            }
+        }
+    }
+    if found == 0 {
+        return None;
+    }
+    if missing > 0 {
+        assumptions.push(format!(
+            "hwloc's {name} memory attribute lacks {missing} (cpu node, memory node) pairs; \
+             left out"
+        ));
+        return None;
+    }
+    Some(matrix)
+}
+
+/// The largest maximum (else base) frequency of the cpu kinds, in MHz.
+fn frequency(topology: &Topology) -> Option<f64> {
+    let kinds = topology.cpu_kinds().ok()?;
+    let mut best: Option<f64> = None;
+    for kind in kinds {
+        let get = |key: &str| {
+            kind.infos
+                .iter()
+                .find(|i| i.name().to_bytes() == key.as_bytes())
+                .and_then(|i| text(i.value()).trim().parse::<f64>().ok())
+                .filter(|f| f.is_finite() && *f > 0.0)
+        };
+        if let Some(f) = get("FrequencyMaxMHz").or_else(|| get("FrequencyBaseMHz")) {
+            best = Some(best.map_or(f, |b: f64| b.max(f)));
+        }
+    }
+    best
+}
+
+/// The levels of a synthetic description: split at spaces outside parentheses.
+fn synthetic_levels(desc: &str) -> Vec<String> {
+    let mut levels = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0i32;
+    for ch in desc.chars() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if ch.is_whitespace() && depth <= 0 {
+            if !current.is_empty() {
+                levels.push(std::mem::take(&mut current));
+            }
+        } else {
+            current.push(ch);
+        }
+    }
+    if !current.is_empty() {
+        levels.push(current);
+    }
+    levels
+}
+
+/// A reason why hwloc may have rejected a synthetic description, where one can be seen.
+fn diagnose_synthetic(desc: &str) -> Option<String> {
+    let levels = synthetic_levels(desc);
+    let Some(last) = levels.last() else {
+        return Some("the description is empty".to_string());
+    };
+    for level in &levels {
+        if level.matches('(').count() != level.matches(')').count() {
+            return Some(format!("level {level:?} has unbalanced parentheses"));
+        }
+        let head = level.split('(').next().unwrap_or(level);
+        let count = head.rsplit(':').next().unwrap_or(head);
+        if count.parse::<u64>().is_err() {
+            return Some(format!(
+                "level {level:?} has no number of objects (write type:count, e.g. core:8)"
+            ));
+        }
+    }
+    let head = last.split('(').next().unwrap_or(last);
+    if let Some((ty, _)) = head.split_once(':') {
+        if !ty.eq_ignore_ascii_case("pu") {
+            return Some(format!(
+                "the last level is {last:?}, not PUs (end with pu:N)"
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_initiators() {
+        let node: CpuSet = CpuSet::parse("0-7").unwrap();
+        assert_eq!(initiator_rank(&node, &node), Some((0, 8)));
+        assert_eq!(
+            initiator_rank(&CpuSet::parse("3").unwrap(), &node),
+            Some((1, 1))
+        );
+        assert_eq!(
+            initiator_rank(&CpuSet::parse("0-15").unwrap(), &node),
+            Some((2, 16))
+        );
+        assert_eq!(initiator_rank(&CpuSet::parse("4-11").unwrap(), &node), None);
+        assert_eq!(initiator_rank(&CpuSet::parse("8").unwrap(), &node), None);
+    }
+
+    #[test]
+    fn diagnoses_synthetic_descriptions() {
+        assert!(diagnose_synthetic("  ").unwrap().contains("empty"));
+        assert!(diagnose_synthetic("pack:2 core:x pu:2")
+            .unwrap()
+            .contains("\"core:x\""));
+        assert!(diagnose_synthetic("pack:2 pu:2 core:2")
+            .unwrap()
+            .contains("not PUs"));
+        assert!(diagnose_synthetic("pack:2 numa:1(memory=1GiB core:2 pu:1")
+            .unwrap()
+            .contains("parentheses"));
+        assert_eq!(
+            diagnose_synthetic("pack:2 l3:1(size=8MiB) core:2 pu:2"),
+            None
+        );
+        assert_eq!(
+            synthetic_levels("pack:2 numa:1(memory=1GiB indexes=0,1) pu:2"),
+            vec!["pack:2", "numa:1(memory=1GiB indexes=0,1)", "pu:2"]
+        );
+    }
+}

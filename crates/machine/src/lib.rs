@@ -22,6 +22,34 @@ pub use model::{
 use std::io::Write;
 use std::path::Path;
 
+/// The machine numaff runs on: through hwloc when the `hwloc` feature is on and hwloc works, else
+/// from sysfs. `source` says which ("hwloc 2.9.0" or "sysfs"); when hwloc failed, `assumptions` says
+/// why sysfs was read instead.
+pub fn discover_host() -> Result<Machine> {
+    #[cfg(feature = "hwloc")]
+    {
+        match hwloc::discover() {
+            Ok(m) => Ok(m),
+            Err(hwloc_error) => match sysfs::discover() {
+                Ok(mut m) => {
+                    m.assumptions
+                        .push(format!("read sysfs because hwloc failed: {hwloc_error}"));
+                    Ok(m)
+                }
+                Err(MachineError::Sysfs { path, problem }) => Err(MachineError::Sysfs {
+                    path,
+                    problem: format!("{problem} (hwloc had failed first: {hwloc_error})"),
+                }),
+                Err(e) => Err(e),
+            },
+        }
+    }
+    #[cfg(not(feature = "hwloc"))]
+    {
+        sysfs::discover()
+    }
+}
+
 /// Writes a file atomically: the data goes to a temporary file beside it, which is then renamed over
 /// the target, so a reader (or a crash) never sees a partial file.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
