@@ -9,6 +9,8 @@ pub mod file;
 pub mod hwloc;
 pub mod measure;
 pub mod model;
+pub mod render;
+pub mod spec;
 pub mod sysfs;
 pub mod validate;
 

@@ -1,0 +1,167 @@
+//! Issue 2: `numaff topo` and `numaff demo` as a user runs them.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn numaff() -> Command {
+    Command::cargo_bin("numaff").unwrap()
+}
+
+/// The PUs the kernel has online here, read from sysfs (not assumed).
+fn online_cpus() -> usize {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    numaff_machine::CpuSet::parse(&text).unwrap().len()
+}
+
+#[test]
+fn issue2_topo_json_describes_this_machine() {
+    let out = numaff().args(["topo", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pus = online_cpus();
+    assert_eq!(v["summary"]["pus"], pus);
+    assert_eq!(v["pus"].as_array().unwrap().len(), pus);
+    assert!(v["summary"]["nodes"].as_u64().unwrap() >= 1);
+    assert!(v["machine"]["nodes"][0]["memory_bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn issue2_topo_text_shows_tree_and_factor() {
+    numaff()
+        .args(["topo", "--machine", "kmaf-sim-4x2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Node 3 (1 GiB, cpus 6,7)"))
+        .stdout(predicate::str::contains("└─ L2 512 KiB (8-way)"))
+        .stdout(predicate::str::contains("Core 7: PU 7"))
+        .stdout(predicate::str::contains("NUMA factor: 2.00–3.00"))
+        .stdout(predicate::str::contains("Links per node: node 0: 2"));
+}
+
+#[test]
+fn issue2_topo_snapshot_kmaf_sim() {
+    let out = numaff().args(["topo", "--machine", "kmaf-sim-4x2"]).output().unwrap();
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn issue2_topo_snapshot_laso_hpl_matrices() {
+    let out = numaff().args(["topo", "--machine", "laso-hpl"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let figures = &text[text.find("Distances").unwrap()..];
+    insta::assert_snapshot!(figures);
+}
+
+#[test]
+fn issue2_topo_list_snapshot() {
+    let out = numaff().args(["topo", "--list"]).output().unwrap();
+    assert!(out.status.success());
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn issue2_topo_list_json_has_every_catalog_machine() {
+    let out = numaff().args(["topo", "--list", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v.as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    for name in [
+        "kmaf-sim-4x2", "kmaf-itanium", "kmaf-xeon", "kmaf-opteron", "laso-hpl", "laso-lpl",
+        "agung-xeon56", "agung-xeon2", "agung-knl4", "agung-sim-4x16", "minas-opteron", "minas-altix",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+}
+
+#[test]
+fn issue2_synthetic_machine_spec() {
+    let out = numaff().args(["topo", "--machine", "pack:2 numa:2 core:4 pu:2", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["nodes"], 4);
+    assert_eq!(v["summary"]["cores"], 16);
+    assert_eq!(v["summary"]["pus"], 32);
+}
+
+#[test]
+fn issue2_export_then_load_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hpl.toml");
+    numaff()
+        .args(["topo", "--machine", "laso-hpl", "--export"])
+        .arg(&path)
+        .assert()
+        .success();
+    let exported = numaff_machine::file::load(&path).unwrap();
+    assert_eq!(exported, numaff_machine::catalog::load("laso-hpl").unwrap());
+    let a = numaff().args(["topo", "--json", "--machine"]).arg(&path).output().unwrap();
+    let b = numaff().args(["topo", "--json", "--machine", "laso-hpl"]).output().unwrap();
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn issue2_host_export_is_a_valid_machine_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.toml");
+    numaff().args(["topo", "--export"]).arg(&path).assert().success();
+    let m = numaff_machine::file::load(&path).unwrap();
+    assert_eq!(m.pu_count(), online_cpus());
+}
+
+#[test]
+fn issue2_from_hwloc_imports_an_export() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../machine/tests/fixtures/hwloc-4node.xml");
+    let out = numaff().args(["topo", "--json", "--from-hwloc", fixture]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["nodes"], 4);
+}
+
+#[test]
+fn issue2_errors_are_clear_and_exit_nonzero() {
+    numaff()
+        .args(["topo", "--machine", "no-such-machine"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown machine \"no-such-machine\""))
+        .stderr(predicate::str::contains("kmaf-sim-4x2"));
+    numaff()
+        .args(["topo", "--from-hwloc", "/nonexistent.xml"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/nonexistent.xml does not exist"));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\n[[node]]\nid = 0\ncpus = \"0\"\n[[package]]\nid = 0\ncores = [\"0\"]\n").unwrap();
+    numaff()
+        .args(["topo", "--machine"])
+        .arg(&bad)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad.toml"))
+        .stderr(predicate::str::contains("node[0]: no memory size"));
+    numaff().args(["topo", "--bogus"]).assert().code(2);
+}
+
+#[test]
+fn issue2_export_failure_leaves_no_partial_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("missing-dir").join("m.toml");
+    numaff()
+        .args(["topo", "--machine", "kmaf-xeon", "--export"])
+        .arg(&target)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot export"));
+    assert!(!target.exists());
+}
+
+#[test]
+fn issue2_demo_shows_host_and_paper_machine() {
+    numaff()
+        .arg("demo")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("This machine"))
+        .stdout(predicate::str::contains("kmaf-sim-4x2 (from the papers)"))
+        .stdout(predicate::str::contains("NUMA factor: 2.00–3.00"));
+}
