@@ -18,13 +18,20 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let other = spec::resolve(&args.machine)?;
     println!("numaff demo — what numaff sees\n");
     let column = |title: String, m: &numaff_machine::Machine| {
-        format!("{title}\n{}\n\n{}", render::brief(m), render::tree(m).join("\n"))
+        format!(
+            "{title}\n{}\n\n{}",
+            render::brief(m),
+            render::tree(m).join("\n")
+        )
     };
     let left = column(format!("This machine ({})", host.name), &host);
     let right = column(format!("{} (from the papers)", other.name), &other);
     print!("{}", render::side_by_side(&left, &right, 4));
     println!();
-    print!("{}", render::side_by_side(&render::figures(&host), &render::figures(&other), 4));
+    print!(
+        "{}",
+        render::side_by_side(&render::figures(&host), &render::figures(&other), 4)
+    );
     println!();
     if host.nodes.len() <= 1 {
         println!(
@@ -34,8 +41,12 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     }
     println!("Next:");
     println!("  numaff topo --list                       the papers' machines");
-    println!("  numaff topo --machine laso-hpl           one of them, with measured latency/bandwidth");
-    println!("  numaff topo --measure                    measure this machine's latency and bandwidth");
+    println!(
+        "  numaff topo --machine laso-hpl           one of them, with measured latency/bandwidth"
+    );
+    println!(
+        "  numaff topo --measure                    measure this machine's latency and bandwidth"
+    );
     println!("  numaff topo --export host.toml           save this machine as a machine file");
     Ok(())
 }

@@ -7,6 +7,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 
+use indicatif::{ProgressBar, ProgressStyle};
+use numaff_machine::measure::{self, MeasureOptions, Measurement};
 use numaff_machine::{catalog, file, render, spec, Machine};
 
 #[derive(Args)]
@@ -31,6 +33,25 @@ pub struct TopoArgs {
     /// Write the machine (with measured matrices, if --measure) as a TOML machine file.
     #[arg(long, value_name = "FILE.toml")]
     export: Option<PathBuf>,
+    /// Measure memory latency (pointer chase) and read bandwidth (all PUs of a node streaming) from
+    /// every cpu node to every memory node of this machine, like Intel MLC. Takes a few seconds per
+    /// pair of nodes; combine with --export to store the matrices in a machine file.
+    #[arg(long, conflicts_with_all = ["machine", "from_hwloc"])]
+    measure: bool,
+    /// Buffer per memory node for --measure (default: max(8 x last-level cache, 256 MiB), at most a
+    /// quarter of the node's memory), e.g. "512 MiB".
+    #[arg(long, value_name = "SIZE", requires = "measure", value_parser = parse_size)]
+    buffer: Option<u64>,
+    /// Reading threads per node for the bandwidth measurement (default: every PU of the node).
+    #[arg(long, value_name = "N", requires = "measure")]
+    threads: Option<usize>,
+    /// Timed repeats of each measurement; the median is reported (default 5).
+    #[arg(long, value_name = "N", requires = "measure")]
+    repeats: Option<u32>,
+}
+
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    file::Size::parse(text).map(|s| s.0)
 }
 
 /// What `--json` prints for one machine.
@@ -54,19 +75,109 @@ pub fn run(args: &TopoArgs) -> Result<()> {
     if args.list {
         return list(args.json);
     }
-    let machine = load(args)?;
+    let mut machine = load(args)?;
+    let measurement = if args.measure {
+        let m = run_measure(&machine, args)?;
+        m.apply_to(&mut machine);
+        Some(m)
+    } else {
+        None
+    };
     if let Some(path) = &args.export {
-        file::save(&machine, path).with_context(|| format!("cannot export the machine to {}", path.display()))?;
+        file::save(&machine, path)
+            .with_context(|| format!("cannot export the machine to {}", path.display()))?;
         if !args.json {
             eprintln!("numaff: wrote {} ({})", path.display(), machine.name);
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&machine))?);
+        let mut value = serde_json::to_value(to_json(&machine))?;
+        if let (Some(m), Some(obj)) = (&measurement, value.as_object_mut()) {
+            obj.insert("measurement".into(), serde_json::to_value(m)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", render::topology(&machine));
+        if let Some(m) = &measurement {
+            print_measurement(m);
+        }
     }
     Ok(())
+}
+
+/// Measures with a progress bar on stderr (hidden when stderr is not a terminal).
+fn run_measure(machine: &Machine, args: &TopoArgs) -> Result<Measurement> {
+    let mut opts = MeasureOptions {
+        buffer_bytes: args.buffer,
+        bandwidth_threads: args.threads,
+        ..MeasureOptions::default()
+    };
+    if let Some(r) = args.repeats {
+        opts.repeats = r;
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} measuring [{bar:30}] {pos}/{len} {msg} ({elapsed})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let result = measure::measure(machine, &opts, &mut |p| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+        if !p.finished {
+            bar.set_message(p.to_string());
+        }
+    });
+    bar.finish_and_clear();
+    result.context("cannot measure this machine's latency and bandwidth")
+}
+
+fn print_measurement(m: &Measurement) {
+    let buffers: Vec<String> = m
+        .buffer_bytes
+        .iter()
+        .map(|&b| file::Size(b).to_string())
+        .collect();
+    println!(
+        "\nMeasured in {:.1} s: median of {} repeats per cell; buffers {}; bandwidth threads {}.",
+        m.seconds,
+        m.repeats,
+        buffers.join(", "),
+        m.threads
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let ids = &m.nodes;
+    let spread = |s: &Vec<Vec<measure::Spread>>| -> Vec<Vec<f64>> {
+        s.iter()
+            .map(|r| r.iter().map(|c| c.max - c.min).collect())
+            .collect()
+    };
+    println!(
+        "{}",
+        render::matrix(
+            "Latency spread (max - min of repeats, ns)",
+            ids,
+            &spread(&m.latency_spread_ns),
+            1
+        )
+    );
+    println!(
+        "{}",
+        render::matrix(
+            "Bandwidth spread (max - min of repeats, MB/s)",
+            ids,
+            &spread(&m.bandwidth_spread_mbps),
+            0
+        )
+    );
+    for note in &m.notes {
+        println!("note: {note}");
+    }
 }
 
 /// The machine the arguments name: --machine, --from-hwloc, --sysfs, or the host.
@@ -90,9 +201,7 @@ pub fn to_json(m: &Machine) -> impl Serialize + '_ {
     let pus = m
         .cores()
         .enumerate()
-        .flat_map(|(core, (package, c))| {
-            c.pus.iter().map(move |pu| (pu, core, package))
-        })
+        .flat_map(|(core, (package, c))| c.pus.iter().map(move |pu| (pu, core, package)))
         .map(|(pu, core, package)| PuJson {
             os_index: pu,
             core,
@@ -137,7 +246,10 @@ fn list(json: bool) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&entries)?);
         return Ok(());
     }
-    println!("{:<16} {:>5} {:>5} {:>5} {:>11}  source", "name", "nodes", "cores", "PUs", "NUMA factor");
+    println!(
+        "{:<16} {:>5} {:>5} {:>5} {:>11}  source",
+        "name", "nodes", "cores", "PUs", "NUMA factor"
+    );
     for e in &entries {
         let factor = match e.numa_factor {
             Some(f) if (f.max - f.min).abs() < 0.005 => format!("{:.2}", f.max),
@@ -154,6 +266,8 @@ fn list(json: bool) -> Result<()> {
             e.source.as_deref().unwrap_or("")
         );
     }
-    println!("\nShow one with `numaff topo --machine NAME`; any --machine option takes these names.");
+    println!(
+        "\nShow one with `numaff topo --machine NAME`; any --machine option takes these names."
+    );
     Ok(())
 }

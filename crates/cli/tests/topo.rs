@@ -1,4 +1,5 @@
 //! Issue 2: `numaff topo` and `numaff demo` as a user runs them.
+#![allow(clippy::unwrap_used)] // helpers of tests
 
 use assert_cmd::Command;
 use predicates::prelude::*;
@@ -16,7 +17,11 @@ fn online_cpus() -> usize {
 #[test]
 fn issue2_topo_json_describes_this_machine() {
     let out = numaff().args(["topo", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pus = online_cpus();
     assert_eq!(v["summary"]["pus"], pus);
@@ -40,15 +45,21 @@ fn issue2_topo_text_shows_tree_and_factor() {
 
 #[test]
 fn issue2_topo_snapshot_kmaf_sim() {
-    let out = numaff().args(["topo", "--machine", "kmaf-sim-4x2"]).output().unwrap();
+    let out = numaff()
+        .args(["topo", "--machine", "kmaf-sim-4x2"])
+        .output()
+        .unwrap();
     insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
 }
 
 #[test]
 fn issue2_topo_snapshot_laso_hpl_matrices() {
-    let out = numaff().args(["topo", "--machine", "laso-hpl"]).output().unwrap();
+    let out = numaff()
+        .args(["topo", "--machine", "laso-hpl"])
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    let figures = &text[text.find("Distances").unwrap()..];
+    let figures = &text[text.find("Latency (ns)").unwrap()..];
     insta::assert_snapshot!(figures);
 }
 
@@ -61,12 +72,30 @@ fn issue2_topo_list_snapshot() {
 
 #[test]
 fn issue2_topo_list_json_has_every_catalog_machine() {
-    let out = numaff().args(["topo", "--list", "--json"]).output().unwrap();
+    let out = numaff()
+        .args(["topo", "--list", "--json"])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<&str> = v.as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
     for name in [
-        "kmaf-sim-4x2", "kmaf-itanium", "kmaf-xeon", "kmaf-opteron", "laso-hpl", "laso-lpl",
-        "agung-xeon56", "agung-xeon2", "agung-knl4", "agung-sim-4x16", "minas-opteron", "minas-altix",
+        "kmaf-sim-4x2",
+        "kmaf-itanium",
+        "kmaf-xeon",
+        "kmaf-opteron",
+        "laso-hpl",
+        "laso-lpl",
+        "agung-xeon56",
+        "agung-xeon2",
+        "agung-knl4",
+        "agung-sim-4x16",
+        "minas-opteron",
+        "minas-altix",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
@@ -74,8 +103,15 @@ fn issue2_topo_list_json_has_every_catalog_machine() {
 
 #[test]
 fn issue2_synthetic_machine_spec() {
-    let out = numaff().args(["topo", "--machine", "pack:2 numa:2 core:4 pu:2", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = numaff()
+        .args(["topo", "--machine", "pack:2 numa:2 core:4 pu:2", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["summary"]["nodes"], 4);
     assert_eq!(v["summary"]["cores"], 16);
@@ -93,8 +129,15 @@ fn issue2_export_then_load_round_trips() {
         .success();
     let exported = numaff_machine::file::load(&path).unwrap();
     assert_eq!(exported, numaff_machine::catalog::load("laso-hpl").unwrap());
-    let a = numaff().args(["topo", "--json", "--machine"]).arg(&path).output().unwrap();
-    let b = numaff().args(["topo", "--json", "--machine", "laso-hpl"]).output().unwrap();
+    let a = numaff()
+        .args(["topo", "--json", "--machine"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let b = numaff()
+        .args(["topo", "--json", "--machine", "laso-hpl"])
+        .output()
+        .unwrap();
     assert_eq!(a.stdout, b.stdout);
 }
 
@@ -102,16 +145,30 @@ fn issue2_export_then_load_round_trips() {
 fn issue2_host_export_is_a_valid_machine_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("host.toml");
-    numaff().args(["topo", "--export"]).arg(&path).assert().success();
+    numaff()
+        .args(["topo", "--export"])
+        .arg(&path)
+        .assert()
+        .success();
     let m = numaff_machine::file::load(&path).unwrap();
     assert_eq!(m.pu_count(), online_cpus());
 }
 
 #[test]
 fn issue2_from_hwloc_imports_an_export() {
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../machine/tests/fixtures/hwloc-4node.xml");
-    let out = numaff().args(["topo", "--json", "--from-hwloc", fixture]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../machine/tests/fixtures/hwloc-4node.xml"
+    );
+    let out = numaff()
+        .args(["topo", "--json", "--from-hwloc", fixture])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["summary"]["nodes"], 4);
 }
@@ -122,7 +179,9 @@ fn issue2_errors_are_clear_and_exit_nonzero() {
         .args(["topo", "--machine", "no-such-machine"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("unknown machine \"no-such-machine\""))
+        .stderr(predicate::str::contains(
+            "unknown machine \"no-such-machine\"",
+        ))
         .stderr(predicate::str::contains("kmaf-sim-4x2"));
     numaff()
         .args(["topo", "--from-hwloc", "/nonexistent.xml"])
@@ -131,7 +190,11 @@ fn issue2_errors_are_clear_and_exit_nonzero() {
         .stderr(predicate::str::contains("/nonexistent.xml does not exist"));
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "name = \"x\"\n[[node]]\nid = 0\ncpus = \"0\"\n[[package]]\nid = 0\ncores = [\"0\"]\n").unwrap();
+    std::fs::write(
+        &bad,
+        "name = \"x\"\n[[node]]\nid = 0\ncpus = \"0\"\n[[package]]\nid = 0\ncores = [\"0\"]\n",
+    )
+    .unwrap();
     numaff()
         .args(["topo", "--machine"])
         .arg(&bad)

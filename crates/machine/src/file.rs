@@ -86,6 +86,27 @@ impl fmt::Display for Size {
     }
 }
 
+impl Size {
+    /// For people: exact when a unit divides the size, else one decimal ("23.5 GiB").
+    pub fn human(&self) -> String {
+        let units = [
+            (1u64 << 40, "TiB"),
+            (1 << 30, "GiB"),
+            (1 << 20, "MiB"),
+            (1 << 10, "KiB"),
+        ];
+        for (mult, name) in units {
+            if self.0 >= mult {
+                if self.0.is_multiple_of(mult) {
+                    return format!("{} {name}", self.0 / mult);
+                }
+                return format!("{:.1} {name}", self.0 as f64 / mult as f64);
+            }
+        }
+        format!("{} B", self.0)
+    }
+}
+
 impl Serialize for Size {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_string())
@@ -532,5 +553,7 @@ instances = ["0-1", "2-3"]
             .contains("unknown size unit"));
         assert_eq!(Size(28835840).to_string(), "28160 KiB");
         assert_eq!(Size(100).to_string(), "100 B");
+        assert_eq!(Size(24684084 << 10).human(), "23.5 GiB");
+        assert_eq!(Size(16 << 30).human(), "16 GiB");
     }
 }

@@ -31,8 +31,8 @@ pub fn header(m: &Machine) -> String {
         plural(s.packages),
         s.cores,
         s.pus,
-        Size(s.memory_bytes),
-        Size(m.page_size)
+        Size(s.memory_bytes).human(),
+        Size(m.page_size).human()
     );
     if let Some(f) = m.frequency_mhz {
         let _ = write!(out, ", {f} MHz");
@@ -67,7 +67,7 @@ pub fn brief(m: &Machine) -> String {
         plural(s.nodes),
         s.cores,
         s.pus,
-        Size(s.memory_bytes)
+        Size(s.memory_bytes).human()
     )
 }
 
@@ -99,7 +99,17 @@ fn levels(m: &Machine) -> Vec<Level> {
                 .iter()
                 .find(|i| i.kind == CacheKind::Instruction && i.cpus == c.cpus)
             {
-                let _ = write!(label, " + {}", cache_label(i));
+                let twin = Cache {
+                    kind: CacheKind::Data,
+                    ..(*i).clone()
+                };
+                if twin == **c {
+                    // Same size and attributes: one label for both halves.
+                    label =
+                        label.replacen(&format!("L{}d", c.level), &format!("L{}d+i", c.level), 1);
+                } else {
+                    let _ = write!(label, " + {}", cache_label(i));
+                }
             }
             groups.push((label, c.cpus.clone()));
         }
@@ -116,7 +126,12 @@ fn levels(m: &Machine) -> Vec<Level> {
 }
 
 fn cache_label(c: &Cache) -> String {
-    let mut s = format!("L{}{} {}", c.level, c.kind.suffix(), Size(c.size_bytes));
+    let mut s = format!(
+        "L{}{} {}",
+        c.level,
+        c.kind.suffix(),
+        Size(c.size_bytes).human()
+    );
     let mut attrs = Vec::new();
     match c.associativity {
         Some(0) => attrs.push("fully assoc.".to_string()),
@@ -127,7 +142,7 @@ fn cache_label(c: &Cache) -> String {
         attrs.push(format!("{} B lines", c.line_bytes));
     }
     if let Some(l) = c.latency_cycles {
-        attrs.push(format!("{l} cycles"));
+        attrs.push(format!("{l} cycle{}", if l == 1.0 { "" } else { "s" }));
     }
     if !attrs.is_empty() {
         let _ = write!(s, " ({})", attrs.join(", "));
@@ -146,7 +161,7 @@ pub fn tree(m: &Machine) -> Vec<String> {
     }
     let mut lines = Vec::new();
     for node in &m.nodes {
-        let mut label = format!("Node {} ({}", node.id, Size(node.memory_bytes));
+        let mut label = format!("Node {} ({}", node.id, Size(node.memory_bytes).human());
         if node.cpus.is_empty() {
             label.push_str(", no cpus");
         } else {
@@ -182,7 +197,12 @@ fn walk(
             .cores()
             .filter(|(_, c)| c.pus.intersects(within))
             .map(|(_, c)| {
-                let idx = c.pus.first().and_then(|f| core_index.get(&f)).copied().unwrap_or(0);
+                let idx = c
+                    .pus
+                    .first()
+                    .and_then(|f| core_index.get(&f))
+                    .copied()
+                    .unwrap_or(0);
                 let pus = c.pus.intersection(within);
                 let noun = if pus.len() == 1 { "PU" } else { "PUs" };
                 (format!("Core {idx}: {noun} {pus}"), CpuSet::new())
@@ -191,10 +211,22 @@ fn walk(
     };
     let last = children.len().saturating_sub(1);
     for (i, (label, set)) in children.into_iter().enumerate() {
-        let (branch, cont) = if i == last { ("└─ ", "   ") } else { ("├─ ", "│  ") };
+        let (branch, cont) = if i == last {
+            ("└─ ", "   ")
+        } else {
+            ("├─ ", "│  ")
+        };
         lines.push(format!("{prefix}{branch}{label}"));
         if depth < levels.len() {
-            walk(m, levels, depth + 1, &set, &format!("{prefix}{cont}"), core_index, lines);
+            walk(
+                m,
+                levels,
+                depth + 1,
+                &set,
+                &format!("{prefix}{cont}"),
+                core_index,
+                lines,
+            );
         }
     }
 }
@@ -204,7 +236,10 @@ pub fn figures(m: &Machine) -> String {
     let mut out = String::new();
     let ids: Vec<u32> = m.nodes.iter().map(|n| n.id).collect();
     if let Some(d) = &m.distances {
-        let as_f: Matrix<f64> = d.iter().map(|r| r.iter().map(|&v| f64::from(v)).collect()).collect();
+        let as_f: Matrix<f64> = d
+            .iter()
+            .map(|r| r.iter().map(|&v| f64::from(v)).collect())
+            .collect();
         out.push('\n');
         out.push_str(&matrix("Distances (SLIT, local = 10)", &ids, &as_f, 0));
     }
@@ -214,7 +249,12 @@ pub fn figures(m: &Machine) -> String {
     }
     if let Some(b) = &m.bandwidth_mbps {
         out.push('\n');
-        out.push_str(&matrix("Bandwidth (MB/s), cpu node → memory node", &ids, b, 0));
+        out.push_str(&matrix(
+            "Bandwidth (MB/s), cpu node → memory node",
+            &ids,
+            b,
+            0,
+        ));
     }
     out.push('\n');
     match m.numa_factor() {
@@ -242,7 +282,12 @@ pub fn figures(m: &Machine) -> String {
     }
     if let Some(ic) = &m.interconnect {
         let kind = ic.kind.as_deref().unwrap_or("links");
-        let _ = write!(out, "Interconnect: {kind}, {} link{}", ic.links.len(), plural(ic.links.len()));
+        let _ = write!(
+            out,
+            "Interconnect: {kind}, {} link{}",
+            ic.links.len(),
+            plural(ic.links.len())
+        );
         if let Some(bw) = ic.link_bandwidth_mbps {
             let _ = write!(out, ", {bw} MB/s per link");
         }
@@ -251,7 +296,11 @@ pub fn figures(m: &Machine) -> String {
         }
         out.push('\n');
         if let Some(per) = m.links_per_node() {
-            let list: Vec<String> = ids.iter().zip(&per).map(|(id, n)| format!("node {id}: {n}")).collect();
+            let list: Vec<String> = ids
+                .iter()
+                .zip(&per)
+                .map(|(id, n)| format!("node {id}: {n}"))
+                .collect();
             let _ = writeln!(out, "Links per node: {}", list.join(", "));
         }
     }

@@ -31,7 +31,9 @@ pub fn classify(spec: &str) -> Result<SpecKind> {
     let spec = spec.trim();
     let path = Path::new(spec);
     if spec.is_empty() {
-        return Err(MachineError::Spec(format!("empty machine; give {SPEC_HELP}")));
+        return Err(MachineError::Spec(format!(
+            "empty machine; give {SPEC_HELP}"
+        )));
     }
     if spec == "host" {
         return Ok(SpecKind::Host);
@@ -40,7 +42,11 @@ pub fn classify(spec: &str) -> Result<SpecKind> {
         let is_xml = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
-        return Ok(if is_xml { SpecKind::HwlocXml } else { SpecKind::File });
+        return Ok(if is_xml {
+            SpecKind::HwlocXml
+        } else {
+            SpecKind::File
+        });
     }
     if catalog::names().contains(&spec) {
         return Ok(SpecKind::Catalog);

@@ -42,7 +42,10 @@ fn issue2_cpu_in_two_nodes_names_the_node_field() {
     let text = BASE.replace("cpus = \"2-3\"", "cpus = \"1-3\"");
     let msg = error_of(&text);
     assert!(msg.starts_with("bad.toml: "), "{msg}");
-    assert!(msg.contains("node[1].cpus: cpu 1 is also in node[0]"), "{msg}");
+    assert!(
+        msg.contains("node[1].cpus: cpu 1 is also in node[0]"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -50,8 +53,14 @@ fn issue2_distance_matrix_not_square_names_the_row() {
     let text = BASE.replace("[[10, 21], [21, 10]]", "[[10, 21], [21]]");
     let msg = error_of(&text);
     assert!(msg.contains("bad.toml"), "{msg}");
-    assert!(msg.contains("distances[1]: 1 columns for 2 nodes; the matrix is not square"), "{msg}");
-    let text = BASE.replace("[[10, 21], [21, 10]]", "[[10, 21, 21], [21, 10, 21], [21, 21, 10]]");
+    assert!(
+        msg.contains("distances[1]: 1 columns for 2 nodes; the matrix is not square"),
+        "{msg}"
+    );
+    let text = BASE.replace(
+        "[[10, 21], [21, 10]]",
+        "[[10, 21, 21], [21, 10, 21], [21, 21, 10]]",
+    );
     let msg = error_of(&text);
     assert!(msg.contains("distances: 3 rows for 2 nodes"), "{msg}");
 }
@@ -60,7 +69,10 @@ fn issue2_distance_matrix_not_square_names_the_row() {
 fn issue2_zero_distance_off_diagonal_names_the_cell() {
     let text = BASE.replace("[[10, 21], [21, 10]]", "[[10, 0], [21, 10]]");
     let msg = error_of(&text);
-    assert!(msg.contains("distances[0][1]: zero off the diagonal"), "{msg}");
+    assert!(
+        msg.contains("distances[0][1]: zero off the diagonal"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -74,7 +86,10 @@ fn issue2_node_without_memory_names_the_node() {
 fn issue2_negative_bandwidth_names_the_cell() {
     let text = BASE.replace("[10000.0, 5000.0], [5000.0", "[10000.0, -5000.0], [5000.0");
     let msg = error_of(&text);
-    assert!(msg.contains("bandwidth_mbps[0][1]: -5000 is negative"), "{msg}");
+    assert!(
+        msg.contains("bandwidth_mbps[0][1]: -5000 is negative"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -101,10 +116,19 @@ fn issue2_all_problems_are_reported_at_once() {
 
 #[test]
 fn issue2_cpu_without_core_and_core_without_node() {
-    let text = BASE.replace("cores = [\"0\", \"1\", \"2\", \"3\"]", "cores = [\"0\", \"1\", \"2\", \"4\"]");
+    let text = BASE.replace(
+        "cores = [\"0\", \"1\", \"2\", \"3\"]",
+        "cores = [\"0\", \"1\", \"2\", \"4\"]",
+    );
     let msg = error_of(&text);
-    assert!(msg.contains("package[0].cores[3]: cpu 4 is in no node"), "{msg}");
-    assert!(msg.contains("node[1].cpus: cpu 3 belongs to no core"), "{msg}");
+    assert!(
+        msg.contains("package[0].cores[3]: cpu 4 is in no node"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("node[1].cpus: cpu 3 belongs to no core"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -127,4 +151,3 @@ fn issue2_bad_values_never_panic() {
         assert!(from_toml_str(text, "bad.toml").is_err(), "{text}");
     }
 }
-
