@@ -228,3 +228,19 @@ fn issue2_demo_shows_host_and_paper_machine() {
         .stdout(predicate::str::contains("kmaf-sim-4x2 (from the papers)"))
         .stdout(predicate::str::contains("NUMA factor: 2.00–3.00"));
 }
+
+/// Fuzzing found XML that makes hwloc 2.9 itself crash (SIGSEGV in hwloc_bitmap_compare_first):
+/// numaff loads XML in a child process, so the user gets an error, not a crash.
+#[test]
+fn issue2_xml_that_crashes_hwloc_is_an_error() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hwloc-crashes-hwloc.xml"
+    );
+    numaff()
+        .args(["topo", "--from-hwloc", fixture])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("hwloc crashed (signal"))
+        .stderr(predicate::str::contains("hwloc-crashes-hwloc.xml"));
+}

@@ -46,7 +46,7 @@ pub enum MachineError {
     /// The text is not valid TOML, or has an unknown key or a value of the wrong type.
     #[error("{file}: {message}")]
     Parse {
-        /// File name, or "<string>".
+        /// File name, or `<string>`.
         file: String,
         /// The parser's message (with line and column).
         message: String,

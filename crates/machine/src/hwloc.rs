@@ -78,23 +78,18 @@ pub fn from_xml_file(path: &Path) -> Result<Machine> {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut m = from_xml_inner(&text, &path.display().to_string())?;
-    if m.name.is_empty() {
-        m.name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| path.display().to_string());
-    }
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let m = from_xml_isolated(&text, &path.display().to_string(), &stem)?;
     finish(m, &path.display().to_string())
 }
 
 /// A machine from hwloc XML text; `origin` names it in errors and, when the XML has no host name,
 /// becomes the machine's name.
 pub fn from_xml_str(xml: &str, origin: &str) -> Result<Machine> {
-    let mut m = from_xml_inner(xml, origin)?;
-    if m.name.is_empty() {
-        m.name = origin.to_string();
-    }
+    let m = from_xml_isolated(xml, origin, origin)?;
     finish(m, origin)
 }
 
@@ -125,6 +120,166 @@ pub fn from_synthetic(desc: &str) -> Result<Machine> {
     ));
     m.page_size = page_size_of(&topology, &mut m.assumptions);
     finish(m, &format!("synthetic topology {desc:?}"))
+}
+
+/// How long the child loading an XML may take before it is killed.
+const XML_LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The text a panic in the XML child reports, so callers (and the fuzz target) can tell a numaff bug
+/// from bad input.
+pub const CONVERSION_PANIC: &str = "numaff panicked while converting hwloc's topology";
+
+/// Loads XML in a forked child process and returns its machine through a pipe as machine-file text.
+///
+/// hwloc 2.9's XML loader crashes on some malformed files (fuzzing found a SIGSEGV in
+/// `hwloc_bitmap_compare_first` under `hwloc_topology_load`), and debug builds of hwlocality run
+/// `hwloc_topology_check`, whose C asserts abort. Isolated in a child, such a crash becomes a clear
+/// error instead of killing numaff.
+///
+/// Forking is only safe while this process has one thread: a child forked while another thread holds
+/// a lock (the dynamic loader's, taken when hwloc loads its plugins) deadlocks — seen in the
+/// multi-threaded test harness. So a multi-threaded caller loads the XML in-process, without the
+/// isolation; the `numaff` command and the fuzz target are single-threaded when they import.
+fn from_xml_isolated(xml: &str, origin: &str, default_name: &str) -> Result<Machine> {
+    if !single_threaded() {
+        let mut m = from_xml_inner(xml, origin)?;
+        if m.name.is_empty() {
+            m.name = default_name.to_string();
+        }
+        return Ok(m);
+    }
+    use std::io::{Read, Write};
+    use std::os::fd::FromRawFd;
+
+    let action = format!("import the hwloc XML {origin}");
+    let fail = |message: String| hwloc_error(&action, message);
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(fail(format!(
+            "cannot create a pipe: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: fork has no preconditions; the child only runs the conversion and _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let err = std::io::Error::last_os_error();
+        // SAFETY: both descriptors were just created by pipe2 and are owned here.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        return Err(fail(format!("cannot fork a process to load it in: {err}")));
+    }
+    if pid == 0 {
+        // Child: convert, write "ok\n<toml>" or "err\n<message>" or "panic", and leave at once.
+        // SAFETY: fds[1] is the write end, owned by this process.
+        let mut out = unsafe { std::fs::File::from_raw_fd(fds[1]) };
+        let loaded = std::panic::catch_unwind(|| {
+            from_xml_inner(xml, origin).and_then(|mut m| {
+                if m.name.is_empty() {
+                    m.name = default_name.to_string();
+                }
+                crate::file::to_toml_string(&m)
+            })
+        });
+        let answer = match loaded {
+            Ok(Ok(text)) => format!("ok\n{text}"),
+            Ok(Err(MachineError::Hwloc { action, message })) => {
+                format!("hwloc\n{action}\n{message}")
+            }
+            Ok(Err(e)) => format!("err\n{e}"),
+            Err(_) => "panic\n".to_string(),
+        };
+        let code = i32::from(out.write_all(answer.as_bytes()).is_err());
+        // SAFETY: _exit ends the child without running the parent's destructors or atexit hooks.
+        unsafe { libc::_exit(code) }
+    }
+    // Parent.
+    // SAFETY: fds[1] is the write end, owned here and no longer needed; fds[0] becomes a File.
+    unsafe { libc::close(fds[1]) };
+    let mut input = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+    let deadline = std::time::Instant::now() + XML_LOAD_TIMEOUT;
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 65536];
+    let read_result = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut pfd = libc::pollfd {
+            fd: fds[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: pfd is one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if ready == 0 {
+            break Err("timed out".to_string());
+        }
+        if ready < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break Err(err.to_string());
+        }
+        match input.read(&mut chunk) {
+            Ok(0) => break Ok(()),
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    if read_result.is_err() {
+        // SAFETY: pid is our child; killing it is harmless if it already exited.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let mut status = 0;
+    // SAFETY: pid is our child; status is a valid int.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    if let Err(why) = read_result {
+        return Err(fail(format!(
+            "loading it {why} after {} s; is the file an hwloc XML export?",
+            XML_LOAD_TIMEOUT.as_secs()
+        )));
+    }
+    if libc::WIFSIGNALED(status) {
+        return Err(fail(format!(
+            "hwloc crashed (signal {}) while loading it: the file is not a consistent hwloc XML \
+             export; export it again with `lstopo-no-graphics --of xml FILE.xml`",
+            libc::WTERMSIG(status)
+        )));
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    match answer.split_once('\n') {
+        Some(("ok", text)) => crate::file::from_toml_str(text, origin),
+        Some(("hwloc", message)) => Err(match message.split_once('\n') {
+            Some((action, message)) => hwloc_error(action, message.to_string()),
+            None => fail(message.to_string()),
+        }),
+        Some(("err", message)) => Err(MachineError::Spec(message.to_string())),
+        Some(("panic", _)) => Err(fail(format!(
+            "{CONVERSION_PANIC}; please report this with the file"
+        ))),
+        _ => Err(fail(
+            "the process loading it ended without an answer".to_string(),
+        )),
+    }
+}
+
+/// Whether this process has a single thread (`Threads:` of /proc/self/status).
+fn single_threaded() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:").map(|v| v.trim() == "1"))
+        })
+        .unwrap_or(false)
 }
 
 fn from_xml_inner(xml: &str, origin: &str) -> Result<Machine> {
