@@ -25,6 +25,13 @@ enum Command {
     /// Show what numaff sees: this machine next to one of the papers' machines.
     Demo(demo::DemoArgs),
     /// Show, export, import or measure a machine topology (nodes, packages, caches, cores, PUs).
+    #[command(after_help = "Examples:
+  numaff topo                               this machine: tree, distances, NUMA factor
+  numaff topo --list                        the papers' machines
+  numaff topo --machine laso-hpl --json     a catalog machine as JSON
+  numaff topo --machine \"pack:2 numa:2 core:4 pu:2\"
+  numaff topo --from-hwloc lstopo.xml --export machine.toml
+  numaff topo --measure --export host.toml  measure latency/bandwidth and save them")]
     Topo(topo::TopoArgs),
 }
 
