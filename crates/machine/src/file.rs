@@ -68,16 +68,18 @@ impl Size {
     }
 }
 
+/// Binary units from the largest, for printing sizes.
+const BINARY_UNITS: [(u64, &str); 4] = [
+    (1 << 40, "TiB"),
+    (1 << 30, "GiB"),
+    (1 << 20, "MiB"),
+    (1 << 10, "KiB"),
+];
+
 impl fmt::Display for Size {
     /// The largest binary unit that divides the size exactly.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let units = [
-            (1u64 << 40, "TiB"),
-            (1 << 30, "GiB"),
-            (1 << 20, "MiB"),
-            (1 << 10, "KiB"),
-        ];
-        for (mult, name) in units {
+        for (mult, name) in BINARY_UNITS {
             if self.0 >= mult && self.0.is_multiple_of(mult) {
                 return write!(f, "{} {name}", self.0 / mult);
             }
@@ -89,13 +91,7 @@ impl fmt::Display for Size {
 impl Size {
     /// For people: exact when a unit divides the size, else one decimal ("23.5 GiB").
     pub fn human(&self) -> String {
-        let units = [
-            (1u64 << 40, "TiB"),
-            (1 << 30, "GiB"),
-            (1 << 20, "MiB"),
-            (1 << 10, "KiB"),
-        ];
-        for (mult, name) in units {
+        for (mult, name) in BINARY_UNITS {
             if self.0 >= mult {
                 if self.0.is_multiple_of(mult) {
                     return format!("{} {name}", self.0 / mult);
