@@ -2,5 +2,6 @@
 //! Every kernel call and /proc read returns a [`LinuxError`] that says what failed, on what, and what to do.
 
 pub mod error;
+pub mod numa_maps;
 
 pub use error::{LinuxError, Op, Result, SysError, Target};
