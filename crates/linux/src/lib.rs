@@ -1,7 +1,9 @@
 //! numaff's view of and hands on a real Linux machine: tasks, thread affinity, page placement.
 //! Every kernel call and /proc read returns a [`LinuxError`] that says what failed, on what, and what to do.
 
+pub mod affinity;
 pub mod error;
 pub mod numa_maps;
+pub mod tasks;
 
 pub use error::{LinuxError, Op, Result, SysError, Target};

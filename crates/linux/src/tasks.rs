@@ -1,0 +1,244 @@
+//! The threads of a process from /proc/PID/task/*/stat and comm: tid, name, state, last cpu, cpu time;
+//! and the difference between two reads (new and vanished threads).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::error::{read_text, LinuxError, Op, Result, SysError, Target};
+
+/// One thread as read from /proc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// Thread id (the kernel's pid of the task).
+    pub tid: i32,
+    /// Thread name (comm, at most 15 bytes).
+    pub name: String,
+    /// State letter: R running, S sleeping, D disk sleep, Z zombie, T stopped, ...
+    pub state: char,
+    /// The cpu it last ran on (field 39, `processor`).
+    pub cpu: u32,
+    /// User plus system cpu time, in nanoseconds (clock-tick resolution).
+    pub cpu_time_ns: u64,
+}
+
+/// The fields numaff uses from one /proc/.../stat line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// Field 1.
+    pub tid: i32,
+    /// Field 2 without the parentheses (may itself contain ") ").
+    pub comm: String,
+    /// Field 3.
+    pub state: char,
+    /// Fields 14 + 15, in clock ticks.
+    pub cpu_ticks: u64,
+    /// Field 39.
+    pub processor: u32,
+}
+
+/// Parses a stat line. comm is everything between the first '(' and the *last* ')', so names that
+/// contain ") " or parentheses parse correctly.
+pub fn parse_stat(line: &str) -> Result<Stat, String> {
+    let open = line.find('(').ok_or("no '(' before the name")?;
+    let close = line.rfind(')').ok_or("no ')' after the name")?;
+    if close < open {
+        return Err("')' before '('".into());
+    }
+    let tid = line[..open]
+        .trim()
+        .parse()
+        .map_err(|_| "tid is not a number".to_string())?;
+    let comm = line[open + 1..close].to_string();
+    // rest[0] is field 3.
+    let rest: Vec<&str> = line[close + 1..].split_whitespace().collect();
+    let field = |n: usize| -> Result<&str, String> {
+        rest.get(n - 3)
+            .copied()
+            .ok_or_else(|| format!("only {} fields, field {n} missing", rest.len() + 2))
+    };
+    let num = |n: usize| -> Result<u64, String> {
+        field(n)?
+            .parse()
+            .map_err(|_| format!("field {n} is not a number"))
+    };
+    let state = field(3)?.chars().next().ok_or("empty state")?;
+    let processor = num(39)?;
+    Ok(Stat {
+        tid,
+        comm,
+        state,
+        cpu_ticks: num(14)? + num(15)?,
+        processor: u32::try_from(processor).map_err(|_| "field 39 out of range".to_string())?,
+    })
+}
+
+/// Clock ticks per second (USER_HZ).
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u64
+    } else {
+        100
+    }
+}
+
+/// Clock ticks to nanoseconds at `hz` ticks per second.
+pub fn ticks_to_ns(ticks: u64, hz: u64) -> u64 {
+    (u128::from(ticks) * 1_000_000_000 / u128::from(hz.max(1))) as u64
+}
+
+fn is_gone(e: &LinuxError) -> bool {
+    matches!(e.errno(), Some(libc::ENOENT) | Some(libc::ESRCH))
+}
+
+/// The threads of process `pid`, sorted by tid. Threads that exit while being read are left out; a
+/// process that does not exist is an error saying it has exited.
+pub fn threads(pid: i32) -> Result<Vec<Task>> {
+    let dir = PathBuf::from(format!("/proc/{pid}/task"));
+    let entries = std::fs::read_dir(&dir).map_err(|e| LinuxError::read(&dir, &e))?;
+    let hz = clock_ticks_per_second();
+    let mut tasks = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| LinuxError::read(&dir, &e))?;
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        match read_task(&entry.path(), tid, hz) {
+            Ok(t) => tasks.push(t),
+            Err(e) if is_gone(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    if tasks.is_empty() {
+        // Every thread vanished: the process has exited.
+        return Err(SysError::new(Op::Read, Target::Path(dir), libc::ESRCH).into());
+    }
+    tasks.sort_by_key(|t| t.tid);
+    Ok(tasks)
+}
+
+fn read_task(dir: &Path, tid: i32, hz: u64) -> Result<Task> {
+    let stat_path = dir.join("stat");
+    let text = read_text(&stat_path)?;
+    let stat = parse_stat(text.trim_end()).map_err(|reason| LinuxError::Parse {
+        file: stat_path.clone(),
+        line_no: 1,
+        line: text.trim_end().to_string(),
+        reason,
+    })?;
+    // comm holds the same name without any parsing ambiguity; fall back to stat's if it is gone.
+    let name = read_text(&dir.join("comm"))
+        .map(|s| s.strip_suffix('\n').unwrap_or(&s).to_string())
+        .unwrap_or(stat.comm);
+    Ok(Task {
+        tid,
+        name,
+        state: stat.state,
+        cpu: stat.processor,
+        cpu_time_ns: ticks_to_ns(stat.cpu_ticks, hz),
+    })
+}
+
+/// What changed between two reads of a process' threads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskDiff {
+    /// Tids present in the second read only, sorted.
+    pub new: Vec<i32>,
+    /// Tids present in the first read only, sorted.
+    pub vanished: Vec<i32>,
+}
+
+/// New and vanished threads from `before` to `after`.
+pub fn diff(before: &[Task], after: &[Task]) -> TaskDiff {
+    let b: BTreeSet<i32> = before.iter().map(|t| t.tid).collect();
+    let a: BTreeSet<i32> = after.iter().map(|t| t.tid).collect();
+    TaskDiff {
+        new: a.difference(&b).copied().collect(),
+        vanished: b.difference(&a).copied().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::sync::mpsc;
+
+    // A stat line shaped like the kernel's (52 fields), processor = 1, utime 250, stime 50.
+    const STAT: &str = "4242 (evil) (name) S) R 4200 4242 4200 34816 4242 4194560 120 0 0 0 250 50 0 0 20 0 \
+3 0 123456 10000000 500 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0";
+
+    #[test]
+    fn comm_with_close_paren_space() {
+        let s = parse_stat(STAT).unwrap();
+        assert_eq!(s.tid, 4242);
+        assert_eq!(s.comm, "evil) (name) S");
+        assert_eq!(s.state, 'R');
+        assert_eq!(s.cpu_ticks, 300);
+        assert_eq!(s.processor, 1);
+        assert_eq!(ticks_to_ns(300, 100), 3_000_000_000);
+    }
+
+    #[test]
+    fn short_or_broken_stat_is_an_error() {
+        assert!(parse_stat("1 (x) S 0 0").unwrap_err().contains("missing"));
+        assert!(parse_stat("1 x S").is_err());
+        assert!(parse_stat("a (x) S").is_err());
+    }
+
+    #[test]
+    fn own_threads_seen_and_diffed() {
+        let pid = std::process::id() as i32;
+        let before = threads(pid).unwrap();
+        assert!(before.iter().any(|t| t.tid == pid));
+        let (tx, rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let stop_rx = std::sync::Arc::new(std::sync::Mutex::new(stop_rx));
+        let handles: Vec<_> = (0..2)
+            .map(|i| {
+                let tx = tx.clone();
+                let stop = stop_rx.clone();
+                std::thread::Builder::new()
+                    .name(format!("numaff-t{i}"))
+                    .spawn(move || {
+                        // SAFETY: gettid has no preconditions.
+                        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+                        tx.send(tid).unwrap();
+                        let _ = stop.lock().unwrap().recv();
+                    })
+                    .unwrap()
+            })
+            .collect();
+        let tids: BTreeSet<i32> = (0..2).map(|_| rx.recv().unwrap()).collect();
+        let during = threads(pid).unwrap();
+        for tid in &tids {
+            let t = during.iter().find(|t| t.tid == *tid).unwrap();
+            assert!(t.name.starts_with("numaff-t"), "{}", t.name);
+            assert!(t.cpu < 4096);
+            assert!("RSDI".contains(t.state), "{}", t.state);
+        }
+        let d = diff(&before, &during);
+        assert!(tids.iter().all(|t| d.new.contains(t)), "{d:?}");
+        drop(stop_tx);
+        for h in handles {
+            h.join().unwrap();
+        }
+        let after = threads(pid).unwrap();
+        let d = diff(&during, &after);
+        assert!(tids.iter().all(|t| d.vanished.contains(t)), "{d:?}");
+    }
+
+    #[test]
+    fn exited_process() {
+        let e = threads(i32::MAX).unwrap_err().to_string();
+        assert!(
+            e.ends_with(&format!("process {} has exited", i32::MAX)),
+            "{e}"
+        );
+    }
+}
