@@ -2,8 +2,10 @@
 //! Every kernel call and /proc read returns a [`LinuxError`] that says what failed, on what, and what to do.
 
 pub mod affinity;
+pub mod balancing;
 pub mod error;
 pub mod numa_maps;
+pub mod pages;
 pub mod tasks;
 
 pub use error::{LinuxError, Op, Result, SysError, Target};
