@@ -1,0 +1,200 @@
+//! The communication matrix between tasks (kMAF's sharing matrix, DeLocProf's communication matrix):
+//! a square, non-negative matrix, read from and written to CSV.
+
+use std::fmt::Write as _;
+
+/// Why a communication matrix could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CommError {
+    /// A cell is not a number, or is negative or not finite.
+    #[error("{origin}: line {line}, column {column}: {problem}")]
+    Cell {
+        /// File name or "<string>".
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The rows do not form a square matrix.
+    #[error("{origin}: {problem}")]
+    Shape {
+        /// File name or "<string>".
+        origin: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// A square matrix of communication amounts between tasks; `get(i, j)` is what task `i` and task
+/// `j` exchanged (events, bytes or shared accesses, depending on the source).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommMatrix {
+    n: usize,
+    data: Vec<f64>,
+}
+
+impl CommMatrix {
+    /// An all-zero matrix for `n` tasks.
+    pub fn new(n: usize) -> Self {
+        CommMatrix {
+            n,
+            data: vec![0.0; n * n],
+        }
+    }
+
+    /// Builds a matrix from rows; `None` if they are not square.
+    pub fn from_rows(rows: &[Vec<f64>]) -> Option<Self> {
+        let n = rows.len();
+        if rows.iter().any(|r| r.len() != n) {
+            return None;
+        }
+        Some(CommMatrix {
+            n,
+            data: rows.iter().flatten().copied().collect(),
+        })
+    }
+
+    /// Number of tasks.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether there is no task.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Communication between tasks `i` and `j`.
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        self.data[i * self.n + j]
+    }
+
+    /// Sets the communication between `i` and `j` (one direction).
+    pub fn set(&mut self, i: usize, j: usize, v: f64) {
+        self.data[i * self.n + j] = v;
+    }
+
+    /// Adds `v` to both directions between `i` and `j`.
+    pub fn add_pair(&mut self, i: usize, j: usize, v: f64) {
+        self.data[i * self.n + j] += v;
+        if i != j {
+            self.data[j * self.n + i] += v;
+        }
+    }
+
+    /// The symmetric matrix (m + mᵀ) / 2: mapping algorithms treat communication as undirected.
+    pub fn symmetrized(&self) -> Self {
+        let mut out = CommMatrix::new(self.n);
+        for i in 0..self.n {
+            for j in 0..self.n {
+                out.set(i, j, (self.get(i, j) + self.get(j, i)) / 2.0);
+            }
+        }
+        out
+    }
+
+    /// Total communication of task `i` with the others.
+    pub fn row_sum(&self, i: usize) -> f64 {
+        (0..self.n)
+            .filter(|&j| j != i)
+            .map(|j| self.get(i, j))
+            .sum()
+    }
+
+    /// Reads CSV: one row per line, cells separated by commas (or whitespace); blank lines and lines
+    /// starting with `#` are skipped. Every cell must be a finite, non-negative number.
+    pub fn from_csv(text: &str, origin: &str) -> Result<Self, CommError> {
+        let mut rows = Vec::new();
+        for (ln, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut row = Vec::new();
+            let cells = line
+                .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+                .filter(|c| !c.is_empty());
+            for (col, cell) in cells.enumerate() {
+                let bad = |problem: String| CommError::Cell {
+                    origin: origin.to_string(),
+                    line: ln + 1,
+                    column: col + 1,
+                    problem,
+                };
+                let v: f64 = cell
+                    .parse()
+                    .map_err(|_| bad(format!("{cell:?} is not a number")))?;
+                if !v.is_finite() || v < 0.0 {
+                    return Err(bad(format!("{cell} is negative or not finite")));
+                }
+                row.push(v);
+            }
+            rows.push((ln + 1, row));
+        }
+        let n = rows.len();
+        if n == 0 {
+            return Err(CommError::Shape {
+                origin: origin.to_string(),
+                problem: "no rows; give one row of numbers per task".into(),
+            });
+        }
+        for (line, row) in &rows {
+            if row.len() != n {
+                return Err(CommError::Shape {
+                    origin: origin.to_string(),
+                    problem: format!("line {line} has {} cells but there are {n} rows; the matrix must be square", row.len()),
+                });
+            }
+        }
+        let rows: Vec<Vec<f64>> = rows.into_iter().map(|(_, r)| r).collect();
+        CommMatrix::from_rows(&rows).ok_or_else(|| CommError::Shape {
+            origin: origin.to_string(),
+            problem: "not square".into(),
+        })
+    }
+
+    /// Writes CSV, one row per line.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::new();
+        for i in 0..self.n {
+            let row: Vec<String> = (0..self.n).map(|j| format!("{}", self.get(i, j))).collect();
+            let _ = writeln!(out, "{}", row.join(","));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_round_trip_and_errors() {
+        let m = CommMatrix::from_csv("# pairs\n0,5,0\n5,0,1\n0 1 0\n", "m.csv").unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.get(0, 1), 5.0);
+        assert_eq!(CommMatrix::from_csv(&m.to_csv(), "again").unwrap(), m);
+        let e = CommMatrix::from_csv("0,1\n1,x\n", "m.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("m.csv: line 2, column 2"), "{e}");
+        let e = CommMatrix::from_csv("0,1\n1\n", "m.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2 has 1 cells"), "{e}");
+        assert!(CommMatrix::from_csv("0,-1\n1,0\n", "m").is_err());
+        assert!(CommMatrix::from_csv("", "m").is_err());
+    }
+
+    #[test]
+    fn symmetrize_and_sums() {
+        let mut m = CommMatrix::new(2);
+        m.set(0, 1, 4.0);
+        let s = m.symmetrized();
+        assert_eq!(s.get(1, 0), 2.0);
+        assert_eq!(s.row_sum(0), 2.0);
+    }
+}
