@@ -36,7 +36,7 @@ fn issue2_topo_text_shows_tree_and_factor() {
         .args(["topo", "--machine", "kmaf-sim-4x2"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("Node 3 (1 GiB, cpus 6,7)"))
+        .stdout(predicate::str::contains("Node 3 (1 GiB, cpus 6-7)"))
         .stdout(predicate::str::contains("└─ L2 512 KiB (8-way)"))
         .stdout(predicate::str::contains("Core 7: PU 7"))
         .stdout(predicate::str::contains("NUMA factor: 2.00–3.00"))

@@ -4,8 +4,10 @@
 pub mod affinity;
 pub mod balancing;
 pub mod error;
+pub mod maps;
 pub mod numa_maps;
 pub mod pages;
 pub mod tasks;
+pub mod view;
 
 pub use error::{LinuxError, Op, Result, SysError, Target};

@@ -200,7 +200,7 @@ impl FromStr for CpuSet {
     }
 }
 
-/// Prints the shortest kernel list: consecutive runs of three or more become ranges.
+/// Prints the list as the kernel does (`%*pbl`): every run of consecutive ids becomes a range.
 impl fmt::Display for CpuSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ids: Vec<u32> = self.iter().collect();
@@ -211,13 +211,10 @@ impl fmt::Display for CpuSet {
             while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
                 j += 1;
             }
-            match j - i {
-                0 => parts.push(ids[i].to_string()),
-                1 => {
-                    parts.push(ids[i].to_string());
-                    parts.push(ids[j].to_string());
-                }
-                _ => parts.push(format!("{}-{}", ids[i], ids[j])),
+            if i == j {
+                parts.push(ids[i].to_string());
+            } else {
+                parts.push(format!("{}-{}", ids[i], ids[j]));
             }
             i = j + 1;
         }
@@ -253,8 +250,9 @@ mod tests {
     fn parses_kernel_lists() {
         let s = CpuSet::parse("0-3,8,10-11\n").unwrap();
         assert_eq!(s.iter().collect::<Vec<_>>(), vec![0, 1, 2, 3, 8, 10, 11]);
-        assert_eq!(s.to_string(), "0-3,8,10,11");
+        assert_eq!(s.to_string(), "0-3,8,10-11");
         assert_eq!(CpuSet::parse("0-8:4").unwrap().to_string(), "0,4,8");
+        assert_eq!(CpuSet::parse("6,7").unwrap().to_string(), "6-7");
         assert!(CpuSet::parse("").unwrap().is_empty());
         assert!(CpuSet::parse("\n").unwrap().is_empty());
     }
@@ -277,7 +275,7 @@ mod tests {
         assert_eq!(CpuSet::parse_mask(&mask).unwrap(), s);
         assert_eq!(
             CpuSet::parse_mask("0000000c,00000000").unwrap().to_string(),
-            "34,35"
+            "34-35"
         );
         let low: CpuSet = [0, 1, 4].into_iter().collect();
         assert_eq!(low.to_hex(), "0x13");

@@ -54,7 +54,7 @@ fn check_2node_shape(m: &Machine) {
     assert_eq!(node_cpus(m), ["0-7", "8-15"]);
     assert!(m.nodes.iter().all(|n| n.memory_bytes == 4 * GIB));
     assert_eq!(m.packages.iter().map(|p| p.id).collect::<Vec<_>>(), [0, 1]);
-    assert_eq!(core_pus(m)[..2], ["0,1", "2,3"]);
+    assert_eq!(core_pus(m)[..2], ["0-1", "2-3"]);
     assert_eq!(m.caches.len(), 2 + 8 + 8 + 8);
     assert_eq!(count(m, 1, "d", 32 * KIB), 8);
     assert_eq!(count(m, 1, "i", 32 * KIB), 8);
@@ -88,7 +88,7 @@ fn check_4node_shape(m: &Machine) {
     assert_eq!(count(m, 1, "d", 32 * KIB), 8);
     assert_eq!(count(m, 2, "", 512 * KIB), 8);
     assert_eq!(count(m, 3, "", 8 * MIB), 4);
-    assert_eq!(caches(m)[0], (1, "d", 32 * KIB, "0,1".to_string()));
+    assert_eq!(caches(m)[0], (1, "d", 32 * KIB, "0-1".to_string()));
     assert_eq!(
         m.last_level_caches()
             .iter()
@@ -361,7 +361,7 @@ mod hwloc {
         assert_eq!((s.nodes, s.packages, s.cores, s.pus), (8, 4, 16, 16));
         assert_eq!(
             node_cpus(&m),
-            ["0,1", "2,3", "4,5", "6,7", "8,9", "10,11", "12,13", "14,15"]
+            ["0-1", "2-3", "4-5", "6-7", "8-9", "10-11", "12-13", "14-15"]
         );
         assert_eq!(
             m.nodes.iter().map(|n| n.id).collect::<Vec<_>>(),
@@ -373,7 +373,7 @@ mod hwloc {
         assert_eq!(m.package_of_pu(5), Some(1));
         assert_eq!(caches(&m).len(), 8);
         assert_eq!(count(&m, 2, "", MIB), 8);
-        assert_eq!(caches(&m)[7], (2, "", MIB, "14,15".to_string()));
+        assert_eq!(caches(&m)[7], (2, "", MIB, "14-15".to_string()));
         assert_eq!(m.distances, None);
         assert_eq!(m.numa_factor(), None);
     }
@@ -450,7 +450,7 @@ mod hwloc {
         // locality. hwloc gives both the package's cpuset; the kernel lists the cpus under one.
         let m = hwloc::from_synthetic("pack:2 [numa(memory=4GiB)] [numa(memory=1GiB)] core:2 pu:1")
             .unwrap();
-        assert_eq!(node_cpus(&m), ["0,1", "", "2,3", ""]);
+        assert_eq!(node_cpus(&m), ["0-1", "", "2-3", ""]);
         assert_eq!(m.nodes[1].memory_bytes, GIB);
         assert_eq!(m.cpu_nodes().count(), 2);
         assert_eq!(m.assumptions.len(), 2, "{:?}", m.assumptions);
