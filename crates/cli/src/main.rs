@@ -2,6 +2,7 @@
 //! each subcommand lives in its own module.
 
 mod demo;
+mod show;
 mod topo;
 
 use std::process::ExitCode;
@@ -33,6 +34,13 @@ enum Command {
   numaff topo --from-hwloc lstopo.xml --export machine.toml
   numaff topo --measure --export host.toml  measure latency/bandwidth and save them")]
     Topo(topo::TopoArgs),
+    /// Show where the threads and pages of running processes are: per thread its cpu and node, per
+    /// mapping its pages per node and memory policy, and the total per node.
+    #[command(after_help = "Examples:
+  numaff show $$                     this shell
+  numaff show --json 812 913         two processes as JSON
+  numaff show --watch 1 812          refresh every second until 812 exits")]
+    Show(show::ShowArgs),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +54,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Topo(args) => topo::run(&args),
+        Command::Show(args) => show::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use numaff_machine::Machine;
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Op, Result, SysError, Target};
 use crate::numa_maps::{self, MappingKind, Policy, PolicyMode};
 use crate::{maps, tasks};
 
@@ -66,13 +66,16 @@ pub struct ProcessView {
 
 /// Reads a process: threads, mappings, pages per node. With `cpu_window`, the threads are read twice
 /// that far apart to compute each thread's cpu use; without it `cpu_percent` is `None`.
+///
+/// A zombie (every thread in state Z or X) has exited: it is reported as such, since it runs nothing
+/// and has no memory left.
 pub fn process(pid: i32, machine: &Machine, cpu_window: Option<Duration>) -> Result<ProcessView> {
-    let first = tasks::threads(pid)?;
+    let first = live_threads(pid)?;
     let (threads, elapsed) = match cpu_window {
         Some(window) => {
             let t0 = std::time::Instant::now();
             std::thread::sleep(window);
-            let second = tasks::threads(pid)?;
+            let second = live_threads(pid)?;
             (second, Some((first, t0.elapsed())))
         }
         None => (first, None),
@@ -133,6 +136,16 @@ pub fn process(pid: i32, machine: &Machine, cpu_window: Option<Duration>) -> Res
         mappings,
         pages_per_node,
     })
+}
+
+/// The threads of a live process; a zombie is an error saying the process has exited.
+fn live_threads(pid: i32) -> Result<Vec<tasks::Task>> {
+    let threads = tasks::threads(pid)?;
+    if threads.iter().all(|t| matches!(t.state, 'Z' | 'X')) {
+        let dir = std::path::PathBuf::from(format!("/proc/{pid}/task"));
+        return Err(SysError::new(Op::Read, Target::Path(dir), libc::ESRCH).into());
+    }
+    Ok(threads)
 }
 
 /// The command line of a process, arguments joined by spaces; its name when the command line is
@@ -215,6 +228,18 @@ mod tests {
         assert_eq!(policy_text(&m.policy), "bind=static:0-1");
         let m = numa_maps::parse_line("7f0000000000 default anon=1 N0=1").unwrap();
         assert_eq!(policy_text(&m.policy), "default");
+    }
+
+    #[test]
+    fn issue3_a_zombie_has_exited() {
+        let machine = one_node_machine();
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not reaped yet: a zombie until `child` is waited for.
+        std::thread::sleep(Duration::from_millis(300));
+        let e = process(pid, &machine, None).unwrap_err().to_string();
+        assert!(e.contains("exited"), "{e}");
+        drop(child);
     }
 
     #[test]
