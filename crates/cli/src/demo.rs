@@ -36,8 +36,36 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     if host.nodes.len() <= 1 {
         println!(
             "This machine has a single NUMA node: every memory access is local here, so numaff can\n\
-             only show placement on multi-node machines (in QEMU guests and in its simulator)."
+             only show placement on multi-node machines (in QEMU guests and in its simulator).\n"
         );
+    }
+    let me = std::process::id() as i32;
+    match numaff_linux::view::process(me, &host, None) {
+        Ok(view) => {
+            let total: u64 = view.pages_per_node.values().sum();
+            let per_node: Vec<String> = view
+                .pages_per_node
+                .iter()
+                .map(|(n, p)| {
+                    format!(
+                        "node {n}: {}",
+                        numaff_machine::file::Size(p * host.page_size).human()
+                    )
+                })
+                .collect();
+            let t = view.threads.first();
+            println!(
+                "This demo process (pid {me}) runs {} thread{}{}; {} of its memory is in RAM ({}).",
+                view.threads.len(),
+                if view.threads.len() == 1 { "" } else { "s" },
+                t.map(|t| format!(", the first on cpu {} (node {})", t.cpu, t.node.map_or("?".into(), |n| n.to_string())))
+                    .unwrap_or_default(),
+                numaff_machine::file::Size(total * host.page_size).human(),
+                per_node.join(", ")
+            );
+            println!("`numaff show PID` shows that for any process: threads, mappings, pages per node.\n");
+        }
+        Err(e) => println!("(cannot show this process: {e})\n"),
     }
     println!("Next:");
     println!("  numaff topo --list                       the papers' machines");
@@ -48,5 +76,6 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         "  numaff topo --measure                    measure this machine's latency and bandwidth"
     );
     println!("  numaff topo --export host.toml           save this machine as a machine file");
+    println!("  numaff show $$                           where this shell's threads and pages are");
     Ok(())
 }
