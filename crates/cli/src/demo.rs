@@ -58,8 +58,12 @@ pub fn run(args: &DemoArgs) -> Result<()> {
                 "This demo process (pid {me}) runs {} thread{}{}; {} of its memory is in RAM ({}).",
                 view.threads.len(),
                 if view.threads.len() == 1 { "" } else { "s" },
-                t.map(|t| format!(", the first on cpu {} (node {})", t.cpu, t.node.map_or("?".into(), |n| n.to_string())))
-                    .unwrap_or_default(),
+                t.map(|t| format!(
+                    ", the first on cpu {} (node {})",
+                    t.cpu,
+                    t.node.map_or("?".into(), |n| n.to_string())
+                ))
+                .unwrap_or_default(),
                 numaff_machine::file::Size(total * host.page_size).human(),
                 per_node.join(", ")
             );

@@ -1,0 +1,48 @@
+//! Samples per second into the NUMA table and the sharing table on one core (issue 5 goal ≥ 50 M/s;
+//! kMAF's in-kernel update took about 385 ns per sample, 000 Table 5).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use numaff_behave::{NumaTable, NumaTableConfig, SharingMatrix, SharingTable, SharingTableConfig};
+
+/// A reproducible sample stream: 16 threads on 4 nodes touching a 1 GiB region, mostly near their
+/// previous address (as page-fault samples are), sometimes far.
+fn samples(n: usize) -> Vec<(u16, usize, u64)> {
+    let mut x = 0x1234_5678_9abc_def0u64;
+    let mut last = [0u64; 16];
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let t = (x % 16) as usize;
+            let jump = if x.is_multiple_of(8) {
+                x % (1 << 30)
+            } else {
+                last[t] + (x >> 40) % 8192
+            };
+            last[t] = jump % (1 << 30);
+            (t as u16, t % 4, 0x7f00_0000_0000 + last[t])
+        })
+        .collect()
+}
+
+fn ingest(c: &mut Criterion) {
+    let stream = samples(1 << 20);
+    let mut group = c.benchmark_group("ingest");
+    group.throughput(Throughput::Elements(stream.len() as u64));
+    group.bench_function("numa_table+sharing_table", |b| {
+        let mut numa = NumaTable::new(NumaTableConfig::new(4, 1 << 20));
+        let mut sharing = SharingTable::new(SharingTableConfig::default());
+        let mut matrix = SharingMatrix::new();
+        b.iter(|| {
+            for &(t, node, addr) in &stream {
+                numa.record(addr >> 12, node);
+                sharing.record(t, addr, &mut matrix);
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, ingest);
+criterion_main!(benches);

@@ -1,0 +1,271 @@
+//! kMAF's sharing detection (000 §4.3.2, Fig. 2-3): a hash table of memory blocks, each with the ids
+//! of the threads that last accessed it (MRU, LRU), feeding a sharing matrix between threads.
+
+/// Limits of a [`SharingTable`]. Defaults are kMAF's Table 3: 1 M blocks of 256 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharingTableConfig {
+    /// Entries of the hash table; rounded up to a power of two.
+    pub blocks: usize,
+    /// Bytes per memory block; a power of two.
+    pub block_bytes: u64,
+}
+
+impl Default for SharingTableConfig {
+    fn default() -> Self {
+        SharingTableConfig {
+            blocks: 1 << 20,
+            block_bytes: 256,
+        }
+    }
+}
+
+/// No thread in this position of a block vector.
+const EMPTY: u16 = u16::MAX;
+
+/// One entry (8 bytes): a 32-bit fingerprint of the block it holds and its block vector (MRU, LRU
+/// thread ids).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    tag: u32,
+    mru: u16,
+    lru: u16,
+}
+
+/// The tag of an empty entry.
+const NO_BLOCK: u32 = u32::MAX;
+
+/// A 32-bit fingerprint of a block number, never `NO_BLOCK`.
+fn tag_of(block: u64) -> u32 {
+    let t = (block ^ (block >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    (t as u32).min(NO_BLOCK - 1)
+}
+
+/// The sharing table. Thread ids are dense indexes (0, 1, 2, ...) below 65,535 (kMAF stores 2-byte
+/// ids); the caller maps kernel tids to them.
+///
+/// Reading of eq. 2 (garbled in the text as `hash(address) >> log2(block size)`): the block number
+/// `address >> log2(block size)` is hashed with the kernel's `hash_64` (multiplication by the 64-bit
+/// golden ratio, top bits kept) into the table. Eq. 10 counts 4 bytes per entry (two ids, no tag),
+/// but the text says a conflicting block overwrites the old one, which needs to know the old block:
+/// we keep a 32-bit fingerprint of the block number as a tag (8 bytes per entry in all, reported by
+/// [`SharingTable::memory_bytes`]), so that two blocks share a block vector only when their
+/// fingerprints collide as well as their slots (about one in 4 billion conflicts).
+#[derive(Debug, Clone)]
+pub struct SharingTable {
+    entries: Vec<Entry>,
+    bits: u32,
+    block_shift: u32,
+    conflicts: u64,
+}
+
+impl SharingTable {
+    /// An empty table.
+    pub fn new(config: SharingTableConfig) -> Self {
+        let blocks = config.blocks.max(1).next_power_of_two();
+        SharingTable {
+            entries: vec![
+                Entry {
+                    tag: NO_BLOCK,
+                    mru: EMPTY,
+                    lru: EMPTY,
+                };
+                blocks
+            ],
+            bits: blocks.trailing_zeros(),
+            block_shift: config
+                .block_bytes
+                .max(1)
+                .next_power_of_two()
+                .trailing_zeros(),
+            conflicts: 0,
+        }
+    }
+
+    fn slot(&self, block: u64) -> usize {
+        if self.bits == 0 {
+            return 0;
+        }
+        // Linux' hash_64(val, bits): val * GOLDEN_RATIO_64 >> (64 - bits).
+        (block.wrapping_mul(0x61C8_8646_80B5_83EB) >> (64 - self.bits)) as usize
+    }
+
+    /// Records an access of thread `thread` to `address` and adds to `matrix` one unit of sharing
+    /// between `thread` and each other thread of the block vector (000 §4.3.2): `matrix[thread][u]`
+    /// for the MRU and LRU threads `u`. The block vector then holds `thread` at MRU and the former
+    /// MRU at LRU. A thread that is already MRU leaves the vector as it is; one that is LRU swaps
+    /// with the MRU (the vector never holds a thread twice). Ids of `EMPTY` (65,535) are ignored.
+    pub fn record(&mut self, thread: u16, address: u64, matrix: &mut SharingMatrix) {
+        if thread == EMPTY {
+            return;
+        }
+        let block = address >> self.block_shift;
+        let (slot, tag) = (self.slot(block), tag_of(block));
+        let e = &mut self.entries[slot];
+        if e.tag != tag {
+            if e.tag != NO_BLOCK {
+                self.conflicts += 1;
+            }
+            *e = Entry {
+                tag,
+                mru: EMPTY,
+                lru: EMPTY,
+            };
+        }
+        for u in [e.mru, e.lru] {
+            if u != EMPTY && u != thread {
+                matrix.add(thread as usize, u as usize, 1);
+            }
+        }
+        if e.mru != thread {
+            e.lru = e.mru;
+            e.mru = thread;
+        }
+    }
+
+    /// The block vector (MRU, LRU) of the block holding `address`, `None` for empty positions.
+    pub fn block_vector(&self, address: u64) -> (Option<u16>, Option<u16>) {
+        let block = address >> self.block_shift;
+        let e = &self.entries[self.slot(block)];
+        if e.tag != tag_of(block) {
+            return (None, None);
+        }
+        let some = |t: u16| (t != EMPTY).then_some(t);
+        (some(e.mru), some(e.lru))
+    }
+
+    /// Blocks that replaced another block in their entry.
+    pub fn conflicts(&self) -> u64 {
+        self.conflicts
+    }
+
+    /// Bytes of the table (8 per entry).
+    pub fn memory_bytes(&self) -> u64 {
+        (self.entries.len() * std::mem::size_of::<Entry>()) as u64
+    }
+}
+
+/// The sharing matrix (000 §4.3.2, eq. 11): 4-byte counts between threads, growing as threads appear.
+/// `get(t, u)` counts the accesses of `t` to blocks that `u` had accessed just before.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SharingMatrix {
+    n: usize,
+    cells: Vec<u32>,
+}
+
+impl SharingMatrix {
+    /// An empty matrix.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Threads covered (the largest id seen plus one).
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether no thread was seen.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    fn grow(&mut self, n: usize) {
+        if n <= self.n {
+            return;
+        }
+        let mut cells = vec![0u32; n * n];
+        for i in 0..self.n {
+            cells[i * n..i * n + self.n].copy_from_slice(&self.cells[i * self.n..(i + 1) * self.n]);
+        }
+        self.cells = cells;
+        self.n = n;
+    }
+
+    /// Adds `v` to cell (t, u), saturating.
+    pub fn add(&mut self, t: usize, u: usize, v: u32) {
+        self.grow(t.max(u) + 1);
+        let c = &mut self.cells[t * self.n + u];
+        *c = c.saturating_add(v);
+    }
+
+    /// Cell (t, u); 0 outside the matrix.
+    pub fn get(&self, t: usize, u: usize) -> u32 {
+        if t < self.n && u < self.n {
+            self.cells[t * self.n + u]
+        } else {
+            0
+        }
+    }
+
+    /// The matrix as rows of numbers, made symmetric (t, u) + (u, t): sharing is mutual, as the
+    /// mapping algorithms expect.
+    pub fn symmetric_rows(&self) -> Vec<Vec<f64>> {
+        (0..self.n)
+            .map(|t| {
+                (0..self.n)
+                    .map(|u| f64::from(self.get(t, u)) + f64::from(self.get(u, t)))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kMAF Fig. 3: thread 3 (on node 1) faults in a block last accessed by T0 (MRU) and T2 (LRU).
+    #[test]
+    fn issue5_kmaf_fig3_update_is_exact() {
+        let mut table = SharingTable::new(SharingTableConfig::default());
+        let mut matrix = SharingMatrix::new();
+        let addr = 0x7f00_0000_1040;
+        table.record(2, addr, &mut matrix);
+        table.record(0, addr + 8, &mut matrix); // same 256-byte block
+        assert_eq!(table.block_vector(addr), (Some(0), Some(2)));
+        let before = matrix.clone();
+        table.record(3, addr + 100, &mut matrix);
+        assert_eq!(table.block_vector(addr), (Some(3), Some(0)));
+        // Exactly (3,0) and (3,2) gained one; nothing else changed.
+        for t in 0..4 {
+            for u in 0..4 {
+                let gained = matrix.get(t, u) - before.get(t, u);
+                let expected = u32::from((t, u) == (3, 0) || (t, u) == (3, 2));
+                assert_eq!(gained, expected, "cell ({t},{u})");
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_and_swapped_accesses_keep_distinct_ids() {
+        let mut table = SharingTable::new(SharingTableConfig::default());
+        let mut m = SharingMatrix::new();
+        table.record(1, 0, &mut m);
+        table.record(1, 0, &mut m);
+        assert_eq!(table.block_vector(0), (Some(1), None));
+        assert_eq!(m.get(1, 1), 0, "no sharing with oneself");
+        table.record(2, 0, &mut m);
+        table.record(1, 0, &mut m);
+        assert_eq!(table.block_vector(0), (Some(1), Some(2)));
+        assert_eq!(m.get(1, 2), 1);
+        assert_eq!(m.get(2, 1), 1);
+    }
+
+    #[test]
+    fn other_blocks_do_not_share() {
+        let mut table = SharingTable::new(SharingTableConfig::default());
+        let mut m = SharingMatrix::new();
+        table.record(0, 0, &mut m);
+        table.record(1, 256, &mut m);
+        assert_eq!(m.get(1, 0), 0);
+        // A one-entry table: every block conflicts with the previous one, and the tag keeps them apart.
+        let mut tiny = SharingTable::new(SharingTableConfig {
+            blocks: 1,
+            block_bytes: 256,
+        });
+        tiny.record(0, 0, &mut m);
+        tiny.record(1, 4096, &mut m);
+        assert_eq!(tiny.conflicts(), 1);
+        assert_eq!(m.get(1, 0), 0);
+        assert!(m.is_empty() && m.symmetric_rows().is_empty());
+    }
+}
