@@ -4,8 +4,11 @@
 pub mod affinity;
 pub mod balancing;
 pub mod error;
+pub mod moves;
+pub mod mpol;
 pub mod numa_maps;
 pub mod pages;
+pub mod policy;
 pub mod tasks;
 
 pub use error::{LinuxError, Op, Result, SysError, Target};
