@@ -211,7 +211,9 @@ impl SysError {
     /// An error for `op` on `target` with `errno`; for permission errors the owner of the target
     /// process is looked up so the message can name it.
     pub fn new(op: Op, target: Target, errno: i32) -> Self {
-        let owner_uid = if matches!(errno, libc::EPERM | libc::EACCES) {
+        // Policies act on the caller itself: its owner is no news.
+        let own = matches!(op, Op::SetMempolicy | Op::GetMempolicy | Op::Mbind);
+        let owner_uid = if matches!(errno, libc::EPERM | libc::EACCES) && !own {
             target
                 .proc_dir()
                 .and_then(|d| std::fs::metadata(d).ok())
@@ -286,6 +288,11 @@ impl fmt::Display for SysError {
             libc::EACCES if matches!(self.op, Op::MovePages | Op::MovePagesAll) => {
                 "the target node is not in the memory nodes the process's cpuset allows \
                  (/proc/PID/status Mems_allowed_list); choose an allowed node or widen the cpuset"
+                    .into()
+            }
+            libc::EPERM if self.op == Op::Mbind => {
+                "moving shared pages (MPOL_MF_MOVE_ALL) needs CAP_SYS_NICE; use MPOL_MF_MOVE or run \
+                 with CAP_SYS_NICE"
                     .into()
             }
             libc::EPERM | libc::EACCES => match self.owner_uid {

@@ -308,3 +308,120 @@ fn issue3_supported_modes_detected() {
     // The probing thread's policy did not leak into this one.
     assert_eq!(policy::thread_policy().unwrap().mode, Some(Mode::Default));
 }
+
+const EPERM_TARGET: &str = "NUMAFF_ISSUE3_EPERM_TARGET";
+const EPERM_ADDR: &str = "NUMAFF_ISSUE3_EPERM_ADDR";
+
+/// Runs in a copy of this test binary started as uid 65534 by `issue3_other_users_process_is_refused`
+/// (a no-op otherwise): the kernel itself refuses it the pages of a root-owned process, and refuses
+/// it MPOL_MF_MOVE_ALL (no CAP_SYS_NICE) even on its own pages.
+#[test]
+fn issue3_eperm_child() {
+    let (Ok(pid), Ok(addr)) = (std::env::var(EPERM_TARGET), std::env::var(EPERM_ADDR)) else {
+        return;
+    };
+    let pid: i32 = pid.parse().unwrap();
+    let addr: u64 = addr.parse().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 65534);
+    check_refused(pid, addr, 0);
+    // Moving shared pages needs CAP_SYS_NICE, even for one's own pages. (move_pages with
+    // Scope::All cannot show it on one node: the pages are already there, so no move is asked.)
+    let b = Buf::new(1);
+    b.touch(0);
+    let zero = CpuSet::parse("0").unwrap();
+    let e = policy::mbind(
+        b.addr(),
+        b.len as u64,
+        Mode::Bind,
+        0,
+        &zero,
+        mpol::MPOL_MF_MOVE_ALL,
+    )
+    .unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EPERM), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "cannot set the memory policy of a range of pid {}: permission denied; moving shared \
+             pages (MPOL_MF_MOVE_ALL) needs CAP_SYS_NICE; use MPOL_MF_MOVE or run with CAP_SYS_NICE",
+            std::process::id()
+        )
+    );
+    println!("EPERM-CHILD-OK");
+}
+
+/// The checks against a process of uid `owner` we may not touch.
+fn check_refused(pid: i32, addr: u64, owner: u32) {
+    let e = moves::move_to_node(pid, &[addr], 0, Scope::Private).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EPERM), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "cannot move pages of pid {pid} (owned by uid {owner}): permission denied; run as that \
+             user (uid {owner}) or with CAP_SYS_PTRACE"
+        )
+    );
+    let zero = CpuSet::parse("0").unwrap();
+    let e = moves::migrate_pages(pid, &zero, &zero).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EPERM), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "cannot migrate the pages of pid {pid} (owned by uid {owner}): permission denied; run as \
+             that user (uid {owner}) or with CAP_SYS_PTRACE"
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn issue3_other_users_process_is_refused() {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        // Not root: a process of another user is at hand, init.
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::metadata("/proc/1").unwrap().uid();
+        if owner == euid {
+            eprintln!("skipped: pid 1 belongs to this user and we cannot change user");
+            return;
+        }
+        check_refused(1, 4096, owner);
+        return;
+    }
+    // Root: a copy of this binary, run as nobody, tries to move the pages of this (root) process.
+    let b = Buf::new(1);
+    b.touch(0);
+    let dir = std::env::temp_dir().join(format!("numaff-issue3-eperm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("child");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    use std::os::unix::process::CommandExt;
+    let out = std::process::Command::new(&exe)
+        .args([
+            "--exact",
+            "issue3_eperm_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(EPERM_TARGET, std::process::id().to_string())
+        .env(EPERM_ADDR, b.addr().to_string())
+        .current_dir(&dir)
+        .gid(65534)
+        .uid(65534)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("EPERM-CHILD-OK"),
+        "{text}"
+    );
+}
