@@ -9,6 +9,7 @@ pub mod mpol;
 pub mod numa_maps;
 pub mod pages;
 pub mod policy;
+pub mod sched;
 pub mod tasks;
 
 pub use error::{LinuxError, Op, Result, SysError, Target};
