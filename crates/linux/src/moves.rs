@@ -256,9 +256,30 @@ fn raw_move(
     }
 }
 
+/// Whether `pid` has exited but is not yet reaped (a zombie has no memory: the kernel says EINVAL).
+fn is_zombie(pid: i32) -> bool {
+    let path = std::path::PathBuf::from(format!("/proc/{pid}/stat"));
+    match crate::error::read_text(&path) {
+        Ok(text) => {
+            crate::tasks::parse_stat(text.trim_end()).is_ok_and(|s| matches!(s.state, 'Z' | 'X'))
+        }
+        Err(_) => true,
+    }
+}
+
+/// The errno to report: EINVAL on a process that exited (zombie, no memory left) is ESRCH.
+fn exited_or(pid: i32, errno: i32) -> i32 {
+    if errno == libc::EINVAL && pid != 0 && is_zombie(pid) {
+        libc::ESRCH
+    } else {
+        errno
+    }
+}
+
 /// The error of a whole failed move_pages call.
 fn move_error(pid: i32, scope: Scope, dest_nodes: &CpuSet, errno: i32) -> LinuxError {
     let target = pid_target(pid);
+    let errno = exited_or(pid, errno);
     if errno == libc::ENODEV || errno == libc::EINVAL {
         if let Some(e) = no_node_error(scope.op(), &target, dest_nodes, errno) {
             return e;
@@ -326,7 +347,9 @@ fn move_batch(
     p: &mut MoveProgress,
 ) -> Result<()> {
     let before = pages::query(pid, chunk).map_err(|e| match e {
-        LinuxError::Sys(s) => LinuxError::Sys(SysError::new(scope.op(), s.target, s.errno)),
+        LinuxError::Sys(s) => {
+            LinuxError::Sys(SysError::new(scope.op(), s.target, exited_or(pid, s.errno)))
+        }
         e => e,
     })?;
     p.calls += 1;
@@ -426,9 +449,12 @@ pub fn migrate_pages(pid: i32, from: &CpuSet, to: &CpuSet) -> Result<u64> {
         )
     };
     if r < 0 {
-        let errno = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
+        let errno = exited_or(
+            pid,
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        );
         let target = pid_target(pid);
         if errno == libc::EINVAL {
             if let Some(e) = no_node_error(Op::MigratePages, &target, to, errno) {
@@ -470,6 +496,29 @@ mod tests {
         assert_eq!(Dest::PerPage(&v).from(9), Dest::PerPage(&[]));
         assert_eq!(Dest::Node(4).from(2), Dest::Node(4));
         assert_eq!(Dest::PerPage(&v).nodes().to_string(), "1-3");
+    }
+
+    #[test]
+    fn zombie_is_exited() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not reaped yet: wait until it is a zombie.
+        for _ in 0..500 {
+            if is_zombie(pid) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(is_zombie(pid));
+        let e = move_to_node(pid, &[4096], 0, Scope::Private).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot move pages of pid {pid}: process {pid} has exited")
+        );
+        let zero = CpuSet::parse("0").unwrap();
+        let e = migrate_pages(pid, &zero, &zero).unwrap_err();
+        assert!(e.to_string().ends_with("has exited"), "{e}");
+        child.wait().unwrap();
     }
 
     #[test]
