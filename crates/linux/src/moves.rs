@@ -10,6 +10,11 @@
 //! migration as a positive count of pages not migrated whose status they leave unwritten; both are
 //! turned into per-page counts here. A node that does not exist (-ENODEV), a node outside the
 //! target's cpuset (-EACCES), no such process (-ESRCH) and no permission (-EPERM) fail the whole call.
+//!
+//! Kernel NUMA balancing (see [`crate::balancing`]) may move pages back after numaff moved them, for
+//! pages whose policy is DEFAULT: these functions do not fight it. Callers that act on a process
+//! should read `balancing::numa_balancing()` and report it; for numaff's own or a cooperating
+//! process's memory, [`crate::policy::mbind`] with BIND pins the pages where they are put.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
