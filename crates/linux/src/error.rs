@@ -15,8 +15,18 @@ pub enum Op {
     SetAffinity,
     /// move_pages with nodes = NULL (where are the pages).
     QueryPages,
-    /// move_pages with target nodes.
+    /// move_pages with target nodes and MPOL_MF_MOVE (pages mapped by this process only).
     MovePages,
+    /// move_pages with MPOL_MF_MOVE_ALL (shared pages too; needs CAP_SYS_NICE).
+    MovePagesAll,
+    /// migrate_pages: every page of a process from some nodes to others.
+    MigratePages,
+    /// set_mempolicy on the calling thread.
+    SetMempolicy,
+    /// get_mempolicy (of the calling thread, or of an address of this process).
+    GetMempolicy,
+    /// mbind on an address range of this process.
+    Mbind,
     /// Reading a file (usually under /proc or /sys).
     Read,
 }
@@ -28,15 +38,38 @@ impl Op {
             Op::SetAffinity => "set the cpu affinity",
             Op::QueryPages => "query the page placement",
             Op::MovePages => "move pages",
+            Op::MovePagesAll => "move pages (shared ones included)",
+            Op::MigratePages => "migrate the pages",
+            Op::SetMempolicy => "set the memory policy",
+            Op::GetMempolicy => "get the memory policy",
+            Op::Mbind => "set the memory policy of a range",
             Op::Read => "read",
         }
     }
 
     /// The capability that lets a caller act on another user's process, if any.
+    ///
+    /// move_pages and migrate_pages check `ptrace_may_access(PTRACE_MODE_READ_REALCREDS)` since Linux
+    /// 4.13 (same real uid, or CAP_SYS_PTRACE); their man pages still name CAP_SYS_NICE, which was the
+    /// check before. CAP_SYS_NICE is what MPOL_MF_MOVE_ALL needs, and what migrate_pages needs for
+    /// nodes outside the target's cpuset.
     fn capability(self) -> &'static str {
         match self {
-            Op::SetAffinity | Op::MovePages => "CAP_SYS_NICE",
-            Op::GetAffinity | Op::QueryPages | Op::Read => "CAP_SYS_PTRACE",
+            Op::SetAffinity => "CAP_SYS_NICE",
+            Op::MovePagesAll => {
+                "CAP_SYS_NICE (moving shared pages needs it) and, for another user's process, \
+                 CAP_SYS_PTRACE"
+            }
+            Op::MigratePages => {
+                "CAP_SYS_PTRACE (and CAP_SYS_NICE for target nodes outside the process's cpuset)"
+            }
+            Op::MovePages
+            | Op::GetAffinity
+            | Op::QueryPages
+            | Op::SetMempolicy
+            | Op::GetMempolicy
+            | Op::Mbind
+            | Op::Read => "CAP_SYS_PTRACE",
         }
     }
 
@@ -47,9 +80,17 @@ impl Op {
                  choose cpus listed by `numaff topo`"
             }
             Op::GetAffinity => "the kernel rejected the cpu mask size; this is a bug in numaff, please report it",
-            Op::QueryPages | Op::MovePages => {
+            Op::QueryPages | Op::MovePages | Op::MovePagesAll | Op::MigratePages => {
                 "a node id, page address or flag was refused; check that the nodes exist and have memory \
                  (`numaff topo`)"
+            }
+            Op::SetMempolicy | Op::Mbind => {
+                "the kernel refused the mode, flags or nodes: the mode may be unknown to this kernel \
+                 (see the detected modes), DEFAULT and LOCAL take no nodes, the others need at least one \
+                 node allowed to this process (cpuset), and mbind needs a page-aligned range"
+            }
+            Op::GetMempolicy => {
+                "the kernel refused the flags or node mask size; this is a bug in numaff, please report it"
             }
             Op::Read => "the kernel refused the read; check that this kernel provides the file",
         }
@@ -114,6 +155,24 @@ pub enum LinuxError {
     /// A syscall or file operation failed with an errno.
     #[error("{0}")]
     Sys(#[from] SysError),
+    /// A node asked for does not exist or has no memory (the kernel said ENODEV or EINVAL).
+    #[error(
+        "cannot {} of {target}: node {node} does not exist or has no memory here (nodes with memory: \
+         {with_memory}); choose one of those (`numaff topo`)",
+        op.verb()
+    )]
+    NoNode {
+        /// What was attempted.
+        op: Op,
+        /// On what.
+        target: Target,
+        /// The first node asked for that has no memory.
+        node: u32,
+        /// The nodes that have memory, in list syntax ("0-1").
+        with_memory: String,
+        /// The errno the kernel returned.
+        errno: i32,
+    },
     /// A kernel-provided text file had a line numaff does not understand.
     #[error(
         "malformed line {line_no} of {}: {reason}: {line:?}; this kernel's format is not understood by \
@@ -152,7 +211,9 @@ impl SysError {
     /// An error for `op` on `target` with `errno`; for permission errors the owner of the target
     /// process is looked up so the message can name it.
     pub fn new(op: Op, target: Target, errno: i32) -> Self {
-        let owner_uid = if matches!(errno, libc::EPERM | libc::EACCES) {
+        // Policies act on the caller itself: its owner is no news.
+        let own = matches!(op, Op::SetMempolicy | Op::GetMempolicy | Op::Mbind);
+        let owner_uid = if matches!(errno, libc::EPERM | libc::EACCES) && !own {
             target
                 .proc_dir()
                 .and_then(|d| std::fs::metadata(d).ok())
@@ -191,6 +252,7 @@ pub fn errno_text(errno: i32) -> String {
         libc::ENOENT => "no such file or directory".into(),
         libc::EFAULT => "bad address".into(),
         libc::ENOSYS => "not implemented by this kernel".into(),
+        libc::ENODEV => "no such node".into(),
         e => {
             let s = io::Error::from_raw_os_error(e).to_string();
             // "Operation not permitted (os error 1)" -> "operation not permitted (errno 1)"
@@ -223,6 +285,16 @@ impl fmt::Display for SysError {
         }
         write!(f, ": {}", errno_text(self.errno))?;
         let advice = match self.errno {
+            libc::EACCES if matches!(self.op, Op::MovePages | Op::MovePagesAll) => {
+                "the target node is not in the memory nodes the process's cpuset allows \
+                 (/proc/PID/status Mems_allowed_list); choose an allowed node or widen the cpuset"
+                    .into()
+            }
+            libc::EPERM if self.op == Op::Mbind => {
+                "moving shared pages (MPOL_MF_MOVE_ALL) needs CAP_SYS_NICE; use MPOL_MF_MOVE or run \
+                 with CAP_SYS_NICE"
+                    .into()
+            }
             libc::EPERM | libc::EACCES => match self.owner_uid {
                 Some(uid) => format!(
                     "run as that user (uid {uid}) or with {}",
@@ -231,12 +303,19 @@ impl fmt::Display for SysError {
                 None => format!("run as the owner or with {}", self.op.capability()),
             },
             libc::ENOMEM => match self.op {
-                Op::MovePages => "the target node is out of free memory; free memory there or choose another node".into(),
+                Op::MovePages | Op::MovePagesAll | Op::MigratePages => "the target node is out of free memory; free memory there or choose another node".into(),
                 _ => "the kernel could not allocate memory; free memory or retry with fewer pages".into(),
             },
             libc::EINVAL => self.op.einval_advice().into(),
             libc::ENOSYS => "this kernel lacks NUMA support (CONFIG_NUMA); nothing to place".into(),
             libc::ENOENT => "check the path; this kernel may not provide it".into(),
+            libc::ENODEV => {
+                "the target node does not exist or has no memory; choose a node with memory (`numaff topo`)"
+                    .into()
+            }
+            libc::EFAULT if self.op == Op::GetMempolicy || self.op == Op::Mbind => {
+                "the address is not in any mapping of this process".into()
+            }
             _ => "please report this with the command you ran".into(),
         };
         write!(f, "; {advice}")
@@ -263,6 +342,7 @@ impl LinuxError {
     pub fn errno(&self) -> Option<i32> {
         match self {
             LinuxError::Sys(e) => Some(e.errno),
+            LinuxError::NoNode { errno, .. } => Some(*errno),
             LinuxError::Parse { .. } => None,
         }
     }
@@ -292,7 +372,7 @@ mod tests {
         assert_eq!(
             err(Op::MovePages, Target::Pid(812), libc::EPERM, Some(1001)),
             "cannot move pages of pid 812 (owned by uid 1001): permission denied; \
-             run as that user (uid 1001) or with CAP_SYS_NICE"
+             run as that user (uid 1001) or with CAP_SYS_PTRACE"
         );
         assert_eq!(
             err(

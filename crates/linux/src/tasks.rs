@@ -1,5 +1,6 @@
 //! The threads of a process from /proc/PID/task/*/stat and comm: tid, name, state, last cpu, cpu time;
-//! and the difference between two reads (new and vanished threads).
+//! the difference between two reads (new and vanished threads); and the children of a process
+//! (/proc/PID/task/*/children, or a scan of every /proc/N/stat's ppid where the kernel lacks that file).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,8 @@ pub struct Stat {
     pub comm: String,
     /// Field 3.
     pub state: char,
+    /// Field 4: the parent's process id (0 for the kernel's own tasks).
+    pub ppid: i32,
     /// Fields 14 + 15, in clock ticks.
     pub cpu_ticks: u64,
     /// Field 39.
@@ -67,6 +70,9 @@ pub fn parse_stat(line: &str) -> Result<Stat, String> {
         tid,
         comm,
         state,
+        ppid: num(4)?
+            .try_into()
+            .map_err(|_| "field 4 out of range".to_string())?,
         cpu_ticks: num(14)? + num(15)?,
         processor: u32::try_from(processor).map_err(|_| "field 39 out of range".to_string())?,
     })
@@ -163,6 +169,111 @@ pub fn diff(before: &[Task], after: &[Task]) -> TaskDiff {
     }
 }
 
+/// Whether this kernel has /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN).
+pub fn children_file_supported() -> bool {
+    Path::new("/proc/thread-self/children").exists()
+}
+
+/// The child processes of `pid`, sorted: from every thread's /proc/PID/task/TID/children where the
+/// kernel has that file, else from a scan of /proc/*/stat for processes whose parent is `pid`.
+/// Either way it is a snapshot: children may be born or reaped while it is read. A process that does
+/// not exist is an error saying it has exited.
+pub fn children(pid: i32) -> Result<Vec<i32>> {
+    if !children_file_supported() {
+        return children_by_scan(pid);
+    }
+    let dir = PathBuf::from(format!("/proc/{pid}/task"));
+    let entries = std::fs::read_dir(&dir).map_err(|e| LinuxError::read(&dir, &e))?;
+    let mut kids = BTreeSet::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| LinuxError::read(&dir, &e))?;
+        let path = entry.path().join("children");
+        match read_text(&path) {
+            Ok(text) => {
+                for w in text.split_whitespace() {
+                    let child = w.parse().map_err(|_| LinuxError::Parse {
+                        file: path.clone(),
+                        line_no: 1,
+                        line: text.trim_end().to_string(),
+                        reason: format!("{w:?} is not a pid"),
+                    })?;
+                    kids.insert(child);
+                }
+            }
+            Err(e) if is_gone(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(kids.into_iter().collect())
+}
+
+/// The child processes of `pid`, sorted, from the ppid (field 4) of every /proc/N/stat. Works on
+/// every kernel; costs one read per process on the machine.
+pub fn children_by_scan(pid: i32) -> Result<Vec<i32>> {
+    let own = PathBuf::from(format!("/proc/{pid}"));
+    if !own.exists() {
+        return Err(SysError::new(Op::Read, Target::Path(own), libc::ESRCH).into());
+    }
+    Ok(ppid_table()?
+        .into_iter()
+        .filter(|&(_, ppid)| ppid == pid)
+        .map(|(p, _)| p)
+        .collect())
+}
+
+/// Every process of the machine with its parent, sorted by pid (processes that exit meanwhile are
+/// left out).
+fn ppid_table() -> Result<Vec<(i32, i32)>> {
+    let proc = Path::new("/proc");
+    let entries = std::fs::read_dir(proc).map_err(|e| LinuxError::read(proc, &e))?;
+    let mut table = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| LinuxError::read(proc, &e))?;
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path().join("stat");
+        let text = match read_text(&path) {
+            Ok(t) => t,
+            Err(e) if is_gone(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        let stat = parse_stat(text.trim_end()).map_err(|reason| LinuxError::Parse {
+            file: path.clone(),
+            line_no: 1,
+            line: text.trim_end().to_string(),
+            reason,
+        })?;
+        table.push((p, stat.ppid));
+    }
+    table.sort_unstable();
+    Ok(table)
+}
+
+/// Every descendant of `pid` (children, their children, ...), sorted, from one scan of /proc (so the
+/// tree is consistent with itself): for following a launched program and everything it starts.
+pub fn descendants(pid: i32) -> Result<Vec<i32>> {
+    let own = PathBuf::from(format!("/proc/{pid}"));
+    if !own.exists() {
+        return Err(SysError::new(Op::Read, Target::Path(own), libc::ESRCH).into());
+    }
+    let table = ppid_table()?;
+    let mut found = BTreeSet::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(p, pp) in &table {
+            if pp == parent && p != pid && found.insert(p) {
+                frontier.push(p);
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -179,6 +290,7 @@ mod tests {
         assert_eq!(s.tid, 4242);
         assert_eq!(s.comm, "evil) (name) S");
         assert_eq!(s.state, 'R');
+        assert_eq!(s.ppid, 4200);
         assert_eq!(s.cpu_ticks, 300);
         assert_eq!(s.processor, 1);
         assert_eq!(ticks_to_ns(300, 100), 3_000_000_000);
@@ -240,5 +352,49 @@ mod tests {
             e.ends_with(&format!("process {} has exited", i32::MAX)),
             "{e}"
         );
+    }
+    #[test]
+    fn children_and_descendants_of_a_launched_program() {
+        // sh starts a sleep child, which the shell waits for: sh -> sleep.
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id() as i32;
+        let sh_pid = sh.id() as i32;
+        let mut kids = Vec::new();
+        for _ in 0..200 {
+            kids = children_by_scan(sh_pid).unwrap();
+            if kids.len() == 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(kids.len(), 2, "{kids:?}");
+        assert_eq!(children(sh_pid).unwrap(), kids);
+        assert!(children(me).unwrap().contains(&sh_pid));
+        assert!(children_by_scan(me).unwrap().contains(&sh_pid));
+        let mut d = descendants(me).unwrap();
+        d.retain(|p| *p == sh_pid || kids.contains(p));
+        let mut want = kids.clone();
+        want.push(sh_pid);
+        want.sort();
+        assert_eq!(d, want);
+        // SAFETY: kill has no memory-safety preconditions; these are our own children.
+        for k in &kids {
+            unsafe { libc::kill(*k, libc::SIGKILL) };
+        }
+        sh.wait().unwrap();
+        for e in [
+            children(i32::MAX),
+            children_by_scan(i32::MAX),
+            descendants(i32::MAX),
+        ] {
+            let m = e.unwrap_err().to_string();
+            assert!(
+                m.ends_with(&format!("process {} has exited", i32::MAX)),
+                "{m}"
+            );
+        }
     }
 }
