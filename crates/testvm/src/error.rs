@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 /// The packages the harness needs on the host (Debian names), in the form the advice prints them.
-pub const INSTALL_ADVICE: &str = "apt-get install qemu-system-x86 busybox-static cpio";
+pub const INSTALL_ADVICE: &str = "apt-get install qemu-system-x86 busybox-static";
 
 /// What can go wrong while preparing or running a guest.
 #[derive(Debug, thiserror::Error)]
