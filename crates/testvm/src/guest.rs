@@ -284,7 +284,9 @@ impl Guest {
             ),
             Err(_) => format!("testvm: {}: failed ({})", self.shape(), short(&command)),
         };
-        eprintln!("{line}");
+        // Straight to fd 2, not eprintln!: the test harness captures the macro, and CI logs should
+        // show every guest's cost as it happens.
+        let _ = writeln!(std::io::stderr(), "{line}");
         let log = cache.join("guest-times.log");
         if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(&log) {
             let _ = writeln!(f, "{line}");
@@ -406,6 +408,7 @@ impl Guest {
 }
 
 fn short(s: &str) -> String {
+    let s = &s.split_whitespace().collect::<Vec<_>>().join(" ");
     if s.chars().count() > 60 {
         format!("{}...", s.chars().take(57).collect::<String>())
     } else {

@@ -2,6 +2,7 @@
 //! metapackage (never a hard-coded version), fetched with `apt-get download` and cached under target/.
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -159,7 +160,8 @@ fn download(package: &str, version: &str, dir: &Path) -> Result<()> {
     })();
     let _ = fs::remove_dir_all(&scratch);
     result?;
-    eprintln!(
+    let _ = writeln!(
+        std::io::stderr(),
         "testvm: downloaded {package} {version} in {:.1} s",
         t0.elapsed().as_secs_f64()
     );
