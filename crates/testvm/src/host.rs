@@ -98,17 +98,15 @@ pub fn run_output<S: AsRef<OsStr>>(
         .collect::<Vec<_>>()
         .join(" ");
     let out = cmd.output().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Error::Missing {
-                what: program.to_string(),
-                detail: format!("running `{shown}`"),
-            }
+        let status = if e.kind() == std::io::ErrorKind::NotFound {
+            format!("{program} is not on PATH; it comes with Debian's apt, dpkg and libc-bin")
         } else {
-            Error::Command {
-                command: shown.clone(),
-                status: "could not start".into(),
-                stderr: e.to_string(),
-            }
+            "could not start".into()
+        };
+        Error::Command {
+            command: shown.clone(),
+            status,
+            stderr: e.to_string(),
         }
     })?;
     if !out.status.success() {
