@@ -37,7 +37,8 @@ pub struct Guest {
 /// What one run of a command in a guest gave.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GuestRun {
-    /// The command's stdout and stderr, as printed on the guest's console (without `\r`).
+    /// The command's stdout and stderr, as printed on the guest's serial console (text: the
+    /// console's tty turns `\n` into `\r\n`, and every `\r` is dropped here).
     pub output: String,
     /// The command's exit status (128 + signal when killed by a signal).
     pub exit_code: i32,
@@ -350,6 +351,7 @@ impl Guest {
         });
         let end_bytes = end.as_bytes();
         let mut marker_seen: Option<Instant> = None;
+        let mut scanned = 0usize;
         let mut timed_out = false;
         let status = loop {
             match child.try_wait() {
@@ -360,9 +362,14 @@ impl Guest {
             let now = Instant::now();
             if marker_seen.is_none() {
                 let c = console.lock().unwrap_or_else(|e| e.into_inner());
-                if c.windows(end_bytes.len()).any(|w| w == end_bytes) {
+                if c[scanned..]
+                    .windows(end_bytes.len())
+                    .any(|w| w == end_bytes)
+                {
                     marker_seen = Some(now);
                 }
+                // Only the new bytes next time (keeping a marker's length of overlap).
+                scanned = c.len().saturating_sub(end_bytes.len());
             }
             // The payload finished but the guest did not power off: do not wait for the timeout.
             let stuck = marker_seen.is_some_and(|t| now - t > Duration::from_secs(10));
