@@ -3,7 +3,9 @@
 # when everything is already there: apt runs only for missing packages.
 set -euo pipefail
 
-packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev)
+# qemu-system-x86 and busybox-static: the multi-node QEMU guests of the test suite (crates/testvm);
+# their guest kernel comes from apt at test time (cached under target/testvm).
+packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev qemu-system-x86 busybox-static)
 
 missing=()
 for p in "${packages[@]}"; do
