@@ -3,6 +3,7 @@
 
 pub mod baselines;
 pub mod comm;
+pub mod hier;
 pub mod quality;
 pub mod tree;
 
@@ -48,20 +49,38 @@ pub enum Algorithm {
     Packed,
     /// [`baselines::random`].
     Random,
+    /// [`hier::eagermap`].
+    Eagermap,
+    /// [`hier::locality`].
+    Locality,
+    /// [`hier::balance`].
+    Balance,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order `numaff map --compare` lists them.
-    pub const ALL: [Algorithm; 5] = [
+    pub const ALL: [Algorithm; 8] = [
         Algorithm::Compact,
         Algorithm::Scatter,
         Algorithm::RoundRobin,
         Algorithm::Packed,
         Algorithm::Random,
+        Algorithm::Eagermap,
+        Algorithm::Locality,
+        Algorithm::Balance,
     ];
 
     /// Command-line names, in the order of [`Algorithm::ALL`].
-    pub const NAMES: [&'static str; 5] = ["compact", "scatter", "round-robin", "packed", "random"];
+    pub const NAMES: [&'static str; 8] = [
+        "compact",
+        "scatter",
+        "round-robin",
+        "packed",
+        "random",
+        "eagermap",
+        "locality",
+        "balance",
+    ];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -71,7 +90,10 @@ impl Algorithm {
 
     /// Whether the algorithm reads the communication matrix.
     pub fn needs_comm(self) -> bool {
-        false
+        matches!(
+            self,
+            Algorithm::Eagermap | Algorithm::Locality | Algorithm::Balance
+        )
     }
 }
 
@@ -160,5 +182,15 @@ pub fn map(algo: Algorithm, input: &MapInput) -> Result<Placement, PolicyError> 
         Algorithm::RoundRobin => baselines::round_robin(&tree, n),
         Algorithm::Packed => baselines::packed(&tree, n),
         Algorithm::Random => baselines::random(&tree, n, input.seed),
+        Algorithm::Eagermap => hier::eagermap(&tree, need_comm(algo, input)?, n),
+        Algorithm::Locality => hier::locality(&tree, need_comm(algo, input)?, n),
+        Algorithm::Balance => hier::balance(&tree, need_comm(algo, input)?, n),
+    })
+}
+
+fn need_comm<'a>(algo: Algorithm, input: &MapInput<'a>) -> Result<&'a CommMatrix, PolicyError> {
+    input.comm.ok_or_else(|| PolicyError::Input {
+        algo: algo.name(),
+        problem: "needs a communication matrix (--matrix M.csv or --trace T)".into(),
     })
 }

@@ -1,0 +1,144 @@
+//! Issue 6 acceptance tests: the survey's worked example (003 §2.2.6 Fig. 3), properties of every
+#![allow(clippy::unwrap_used)]
+//! algorithm on random matrices and random synthetic trees, and the migration algorithms' examples.
+
+use numaff_machine::{spec, Machine};
+use numaff_policy::quality::hop_cost;
+use numaff_policy::{map, Algorithm, CommMatrix, MapInput, Placement, Tree};
+use proptest::prelude::*;
+
+/// 003 §2.2.6 Fig. 3a: pairs (0,4) and (1,3) exchange 100 each, thread 2 nothing.
+fn survey_matrix() -> CommMatrix {
+    let mut c = CommMatrix::new(5);
+    c.add_pair(0, 4, 100.0);
+    c.add_pair(1, 3, 100.0);
+    c
+}
+
+fn package(m: &Machine, pu: u32) -> u32 {
+    m.package_of_pu(pu).unwrap()
+}
+
+#[test]
+fn issue6_survey_example_locality_and_balance() {
+    // Fig. 3b: 2 processors x 2 cores x 2 SMT; each processor has a cache shared by its cores.
+    let m = spec::resolve("pack:2 l3:1 core:2 pu:2").unwrap();
+    let c = survey_matrix();
+    let input = MapInput::with_comm(&m, &c);
+    let tree = Tree::from_machine(&m);
+    let shares_l3 = |a: u32, b: u32| {
+        m.caches
+            .iter()
+            .any(|k| k.level == 3 && k.cpus.contains(a) && k.cpus.contains(b))
+    };
+    for algo in [Algorithm::Locality, Algorithm::Eagermap] {
+        let p = map(algo, &input).unwrap();
+        // each pair shares a processor's cache (in fact a core); most communication on one processor
+        assert!(
+            shares_l3(p[0], p[4]) && shares_l3(p[1], p[3]),
+            "{algo}: {p:?}"
+        );
+        assert_eq!(package(&m, p[0]), package(&m, p[1]), "{algo}: {p:?}");
+        assert_eq!(
+            hop_cost(&tree, &c, &p),
+            200.0,
+            "{algo}: both pairs on SMT siblings"
+        );
+    }
+    let p = map(Algorithm::Balance, &input).unwrap();
+    assert!(
+        shares_l3(p[0], p[4]) && shares_l3(p[1], p[3]),
+        "balance: {p:?}"
+    );
+    assert_ne!(
+        package(&m, p[0]),
+        package(&m, p[1]),
+        "balance spreads the pairs: {p:?}"
+    );
+    // the plain synthetic machine without cache objects gives the same picture
+    let m2 = spec::resolve("pack:2 core:2 pu:2").unwrap();
+    let p = map(Algorithm::Balance, &MapInput::with_comm(&m2, &c)).unwrap();
+    assert_ne!(package(&m2, p[0]), package(&m2, p[1]));
+    assert_eq!(package(&m2, p[0]), package(&m2, p[4]));
+}
+
+/// Random synthetic machines: 1-3 levels above cores, SMT 1-2, sometimes NUMA nodes and caches.
+fn machines() -> impl Strategy<Value = String> {
+    (
+        1usize..=3,
+        1usize..=3,
+        1usize..=4,
+        1usize..=2,
+        any::<bool>(),
+    )
+        .prop_map(|(pk, grp, cores, pu, numa)| {
+            let node = if numa { " numa:1" } else { "" };
+            let l3 = if grp > 1 {
+                format!(" l3:{grp}")
+            } else {
+                String::new()
+            };
+            format!("pack:{pk}{node}{l3} core:{cores} pu:{pu}")
+        })
+}
+
+fn matrix(n: usize, seed: u64) -> CommMatrix {
+    let mut rng = numaff_policy::baselines::SplitMix64::new(seed);
+    let mut c = CommMatrix::new(n);
+    for i in 0..n {
+        for j in i + 1..n {
+            if rng.below(3) == 0 {
+                c.add_pair(i, j, rng.below(1000) as f64);
+            }
+        }
+    }
+    c
+}
+
+/// Valid: every task on a PU of the machine, no PU with two tasks while another is free, and with
+/// more tasks than PUs no PU above ⌈n/P⌉.
+fn check_valid(m: &Machine, p: &Placement, n: usize, what: &str) {
+    let pus = m.pus();
+    assert_eq!(p.len(), n, "{what}");
+    let mut count = std::collections::BTreeMap::new();
+    for &x in p {
+        assert!(pus.contains(x), "{what}: PU {x} not in the machine");
+        *count.entry(x).or_insert(0usize) += 1;
+    }
+    let max = count.values().copied().max().unwrap_or(0);
+    let used = count.len();
+    if max > 1 {
+        assert_eq!(
+            used,
+            pus.len(),
+            "{what}: a PU holds {max} tasks while another is free: {p:?}"
+        );
+    }
+    assert!(max <= n.div_ceil(pus.len()), "{what}: {p:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn issue6_proptest_valid_deterministic_and_no_worse_than_identity(
+        desc in machines(), n in 1usize..40, seed in any::<u64>()
+    ) {
+        let m = spec::resolve(&desc).unwrap();
+        let tree = Tree::from_machine(&m);
+        let c = matrix(n, seed);
+        let mut input = MapInput::with_comm(&m, &c);
+        input.seed = seed;
+        let identity = map(Algorithm::RoundRobin, &input).unwrap();
+        let id_cost = hop_cost(&tree, &c, &identity);
+        for algo in Algorithm::ALL {
+            let p = map(algo, &input).unwrap();
+            check_valid(&m, &p, n, &format!("{algo} on {desc} with {n} tasks"));
+            prop_assert_eq!(&p, &map(algo, &input).unwrap(), "{} not deterministic", algo);
+            if matches!(algo, Algorithm::Eagermap | Algorithm::Locality) {
+                let cost = hop_cost(&tree, &c, &p);
+                prop_assert!(cost <= id_cost + 1e-6, "{} {} > identity {}", algo, cost, id_cost);
+            }
+        }
+    }
+}
