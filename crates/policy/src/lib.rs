@@ -3,6 +3,7 @@
 
 pub mod baselines;
 pub mod comm;
+pub mod deloc;
 pub mod hier;
 pub mod quality;
 pub mod tree;
@@ -55,11 +56,15 @@ pub enum Algorithm {
     Locality,
     /// [`hier::balance`].
     Balance,
+    /// [`deloc::delocmap`].
+    Deloc,
+    /// [`deloc::ondelocmap`].
+    Ondeloc,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order `numaff map --compare` lists them.
-    pub const ALL: [Algorithm; 8] = [
+    pub const ALL: [Algorithm; 10] = [
         Algorithm::Compact,
         Algorithm::Scatter,
         Algorithm::RoundRobin,
@@ -68,10 +73,12 @@ impl Algorithm {
         Algorithm::Eagermap,
         Algorithm::Locality,
         Algorithm::Balance,
+        Algorithm::Deloc,
+        Algorithm::Ondeloc,
     ];
 
     /// Command-line names, in the order of [`Algorithm::ALL`].
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 10] = [
         "compact",
         "scatter",
         "round-robin",
@@ -80,6 +87,8 @@ impl Algorithm {
         "eagermap",
         "locality",
         "balance",
+        "deloc",
+        "ondeloc",
     ];
 
     /// The command-line name.
@@ -92,7 +101,11 @@ impl Algorithm {
     pub fn needs_comm(self) -> bool {
         matches!(
             self,
-            Algorithm::Eagermap | Algorithm::Locality | Algorithm::Balance
+            Algorithm::Eagermap
+                | Algorithm::Locality
+                | Algorithm::Balance
+                | Algorithm::Deloc
+                | Algorithm::Ondeloc
         )
     }
 }
@@ -133,6 +146,8 @@ pub struct MapInput<'a> {
     pub comm: Option<&'a CommMatrix>,
     /// The current placement (for migration algorithms and stability).
     pub current: Option<&'a Placement>,
+    /// DeLocProf's groups of concurrently communicating pairs (for DeLocMap).
+    pub groups: Option<&'a [Vec<deloc::Pair>]>,
     /// Seed for the random mapping.
     pub seed: u64,
 }
@@ -145,6 +160,7 @@ impl<'a> MapInput<'a> {
             tasks,
             comm: None,
             current: None,
+            groups: None,
             seed: 0,
         }
     }
@@ -185,6 +201,8 @@ pub fn map(algo: Algorithm, input: &MapInput) -> Result<Placement, PolicyError> 
         Algorithm::Eagermap => hier::eagermap(&tree, need_comm(algo, input)?, n),
         Algorithm::Locality => hier::locality(&tree, need_comm(algo, input)?, n),
         Algorithm::Balance => hier::balance(&tree, need_comm(algo, input)?, n),
+        Algorithm::Deloc => deloc::delocmap(&tree, need_comm(algo, input)?, input.groups, n),
+        Algorithm::Ondeloc => deloc::ondelocmap(&tree, need_comm(algo, input)?, input.current, n),
     })
 }
 

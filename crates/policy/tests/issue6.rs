@@ -1,6 +1,6 @@
 //! Issue 6 acceptance tests: the survey's worked example (003 §2.2.6 Fig. 3), properties of every
-#![allow(clippy::unwrap_used)]
 //! algorithm on random matrices and random synthetic trees, and the migration algorithms' examples.
+#![allow(clippy::unwrap_used)]
 
 use numaff_machine::{spec, Machine};
 use numaff_policy::quality::hop_cost;
@@ -135,10 +135,83 @@ proptest! {
             let p = map(algo, &input).unwrap();
             check_valid(&m, &p, n, &format!("{algo} on {desc} with {n} tasks"));
             prop_assert_eq!(&p, &map(algo, &input).unwrap(), "{} not deterministic", algo);
-            if matches!(algo, Algorithm::Eagermap | Algorithm::Locality) {
+            if matches!(algo, Algorithm::Eagermap | Algorithm::Locality | Algorithm::Deloc) {
                 let cost = hop_cost(&tree, &c, &p);
                 prop_assert!(cost <= id_cost + 1e-6, "{} {} > identity {}", algo, cost, id_cost);
             }
         }
     }
+}
+
+#[test]
+fn issue6_ondeloc_keeps_pairs_on_their_current_nodes() {
+    // 2 nodes x 4 PUs. Pairs (0,1) 50, (2,3) 40, (4,5) 30; current: 0,1 on node 1, 2 on node 0 and
+    // 3 on node 1, 4 and 5 on node 0.
+    let m = spec::resolve("pack:2 numa:1 core:4 pu:1").unwrap();
+    let node = |pu: u32| m.node_of_pu(pu).unwrap();
+    let mut c = CommMatrix::new(6);
+    c.add_pair(0, 1, 50.0);
+    c.add_pair(2, 3, 40.0);
+    c.add_pair(4, 5, 30.0);
+    let current: Placement = vec![4, 5, 0, 6, 1, 2];
+    let mut input = MapInput::with_comm(&m, &c);
+    input.current = Some(&current);
+    let p = map(Algorithm::Ondeloc, &input).unwrap();
+    for t in 0..6 {
+        assert_eq!(
+            node(p[t]),
+            node(current[t]),
+            "task {t} left its node: {p:?}"
+        );
+    }
+    // nobody even changes PU: every current PU is still free when its task comes
+    assert_eq!(p, current);
+    // node 1 full (4 tasks there now): the pair (4,5) whose nodes have no room goes round-robin
+    let current: Placement = vec![4, 5, 6, 7, 0, 4];
+    input.current = Some(&current);
+    let p = map(Algorithm::Ondeloc, &input).unwrap();
+    assert_eq!(&p[..4], &[4, 5, 6, 7], "pairs with room stay: {p:?}");
+    assert_eq!(node(p[4]), 0);
+    assert_eq!(
+        node(p[5]),
+        0,
+        "(4,5): node 1 is full, so both go to the next node with room"
+    );
+}
+
+#[test]
+fn issue6_deloc_spreads_a_group_and_keeps_pairs_together() {
+    // one group of two concurrent pairs: DeLocMap puts them on different nodes, each pair together
+    let m = spec::resolve("pack:2 numa:1 core:2 pu:2").unwrap();
+    let node = |pu: u32| m.node_of_pu(pu).unwrap();
+    let mut c = CommMatrix::new(4);
+    c.add_pair(0, 1, 10.0);
+    c.add_pair(2, 3, 10.0);
+    let groups = vec![vec![
+        numaff_policy::deloc::Pair {
+            a: 0,
+            b: 2,
+            comm: 10.0,
+        },
+        numaff_policy::deloc::Pair {
+            a: 1,
+            b: 3,
+            comm: 9.0,
+        },
+    ]];
+    let mut input = MapInput::with_comm(&m, &c);
+    input.groups = Some(&groups);
+    let tree = Tree::from_machine(&m);
+    // Algorithm 1 alone: L_pair (0,2) = 10/19 > (1,3) = 9/19; (0,2) on node 0, (1,3) on the next node
+    let raw = numaff_policy::deloc::delocmap_unchecked(&tree, &c, Some(&groups), 4);
+    assert_eq!(node(raw[0]), node(raw[2]), "{raw:?}");
+    assert_eq!(node(raw[1]), node(raw[3]), "{raw:?}");
+    assert_ne!(node(raw[0]), node(raw[1]), "{raw:?}");
+    assert_eq!(raw, vec![0, 4, 1, 5], "pair members on SMT siblings");
+    // with the safeguard: that costs 60 hops against the matrix, the identity 20, so the identity
+    let p = map(Algorithm::Deloc, &input).unwrap();
+    assert_eq!(hop_cost(&tree, &c, &p), 20.0);
+    // without groups, every pair of the matrix is one group: (0,1) and (2,3) on different nodes
+    let raw = numaff_policy::deloc::delocmap_unchecked(&tree, &c, None, 4);
+    assert_eq!(raw, vec![0, 1, 4, 5]);
 }
