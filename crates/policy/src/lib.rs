@@ -5,6 +5,7 @@ pub mod baselines;
 pub mod comm;
 pub mod deloc;
 pub mod hier;
+pub mod imar;
 pub mod quality;
 pub mod tree;
 
@@ -60,11 +61,15 @@ pub enum Algorithm {
     Deloc,
     /// [`deloc::ondelocmap`].
     Ondeloc,
+    /// [`imar::cimar`].
+    Cimar,
+    /// [`imar::nimar`].
+    Nimar,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order `numaff map --compare` lists them.
-    pub const ALL: [Algorithm; 10] = [
+    pub const ALL: [Algorithm; 12] = [
         Algorithm::Compact,
         Algorithm::Scatter,
         Algorithm::RoundRobin,
@@ -75,10 +80,12 @@ impl Algorithm {
         Algorithm::Balance,
         Algorithm::Deloc,
         Algorithm::Ondeloc,
+        Algorithm::Cimar,
+        Algorithm::Nimar,
     ];
 
     /// Command-line names, in the order of [`Algorithm::ALL`].
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 12] = [
         "compact",
         "scatter",
         "round-robin",
@@ -89,6 +96,8 @@ impl Algorithm {
         "balance",
         "deloc",
         "ondeloc",
+        "cimar",
+        "nimar",
     ];
 
     /// The command-line name.
@@ -146,6 +155,8 @@ pub struct MapInput<'a> {
     pub comm: Option<&'a CommMatrix>,
     /// The current placement (for migration algorithms and stability).
     pub current: Option<&'a Placement>,
+    /// Per-task 3DyRM metrics (for CIMAR and NIMAR).
+    pub metrics: Option<&'a [imar::TaskMetrics]>,
     /// DeLocProf's groups of concurrently communicating pairs (for DeLocMap).
     pub groups: Option<&'a [Vec<deloc::Pair>]>,
     /// Seed for the random mapping.
@@ -161,6 +172,7 @@ impl<'a> MapInput<'a> {
             comm: None,
             current: None,
             groups: None,
+            metrics: None,
             seed: 0,
         }
     }
@@ -203,6 +215,33 @@ pub fn map(algo: Algorithm, input: &MapInput) -> Result<Placement, PolicyError> 
         Algorithm::Balance => hier::balance(&tree, need_comm(algo, input)?, n),
         Algorithm::Deloc => deloc::delocmap(&tree, need_comm(algo, input)?, input.groups, n),
         Algorithm::Ondeloc => deloc::ondelocmap(&tree, need_comm(algo, input)?, input.current, n),
+        Algorithm::Cimar | Algorithm::Nimar => {
+            let problem = |what: &str| PolicyError::Input {
+                algo: algo.name(),
+                problem: format!("needs {what} for each of the {n} tasks"),
+            };
+            let cur = input
+                .current
+                .filter(|c| c.len() == n)
+                .ok_or_else(|| problem("the current placement"))?;
+            let ts = input
+                .metrics
+                .filter(|t| t.len() == n)
+                .ok_or_else(|| problem("3DyRM metrics (operations, accesses, latency)"))?;
+            let params = imar::ImarParams {
+                line_bytes: input
+                    .machine
+                    .caches
+                    .first()
+                    .map_or(64.0, |c| f64::from(c.line_bytes.max(1))),
+                ..imar::ImarParams::default()
+            };
+            if algo == Algorithm::Cimar {
+                imar::cimar(input.machine, ts, cur, params)
+            } else {
+                imar::nimar(input.machine, ts, cur, params)
+            }
+        }
     })
 }
 

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use numaff_machine::{spec, Machine};
+use numaff_policy::imar::{self, ImarParams, TaskMetrics};
 use numaff_policy::quality::hop_cost;
 use numaff_policy::{map, Algorithm, CommMatrix, MapInput, Placement, Tree};
 use proptest::prelude::*;
@@ -129,6 +130,10 @@ proptest! {
         let c = matrix(n, seed);
         let mut input = MapInput::with_comm(&m, &c);
         input.seed = seed;
+        let current = numaff_policy::baselines::round_robin(&tree, n);
+        let metrics = random_metrics(n, seed);
+        input.current = Some(&current);
+        input.metrics = Some(&metrics);
         let identity = map(Algorithm::RoundRobin, &input).unwrap();
         let id_cost = hop_cost(&tree, &c, &identity);
         for algo in Algorithm::ALL {
@@ -214,4 +219,103 @@ fn issue6_deloc_spreads_a_group_and_keeps_pairs_together() {
     // without groups, every pair of the matrix is one group: (0,1) and (2,3) on different nodes
     let raw = numaff_policy::deloc::delocmap_unchecked(&tree, &c, None, 4);
     assert_eq!(raw, vec![0, 1, 4, 5]);
+}
+
+fn random_metrics(n: usize, seed: u64) -> Vec<TaskMetrics> {
+    let mut rng = numaff_policy::baselines::SplitMix64::new(seed ^ 0x5eed);
+    (0..n)
+        .map(|t| TaskMetrics {
+            process: (t % 2) as u32,
+            operations: 1.0 + rng.below(1000) as f64,
+            accesses: 1.0 + rng.below(100) as f64,
+            latency_ns: 50.0 + rng.below(200) as f64,
+            accesses_by_node: (0..2).map(|_| rng.below(10) as f64).collect(),
+            history: (0..2)
+                .map(|_| (rng.below(2) == 0).then(|| rng.below(100) as f64 / 10.0))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Hand example (001 eq. 1, 4-6): machine 2 nodes x 2 cores, no SLIT in the synthetic machine so
+/// d = 10 local, 20 remote; S_cache = 64. One process, three tasks:
+///   t0 on PU 0 (node 0): O 100, A 10, L 100 -> I = 100/(10*64) = 0.15625, P = 100*0.15625/100 = 0.15625
+///   t1 on PU 1 (node 0): O 400, A 10, L 100 -> I = 0.625, P = 400*0.625/100 = 2.5
+///   t2 on PU 2 (node 1): same as t1, P = 2.5;  PU 3 free.
+/// P̄ = 5.15625/3 = 1.71875; P̂ = 0.0909, 1.4545, 1.4545 -> only t0 is under δ_perf = 0.8.
+/// t0's accesses by node [2, 8] -> preferred node 1; t1, t2 unknown -> their current node.
+/// CIMAR:
+///   keep t0 (PU 0): q1 0 (hosts t0) + q2 4*d(0,1)/d(0,1) = 4 + q3 2 (no history) = 6 = Q_ref
+///   t0 -> PU 3 (free, node 1): q1 2 + q2 4*20/10 = 8 + q3 2 = 12 > 6: single move, Q 12
+///   t0 <-> t2 (PU 2): Score(t0, PU 2) = 0 + 8 + 2 + q4 0 (P̂(t2) 1.45 >= 0.8) = 10;
+///     Score(t2, PU 0) = 0 + q2 4*d(1,1)/d(0,1) = 2 + 2 + q4 3 (P̂(t0) < 0.8) = 7; Q = 17;
+///     keep = Q_ref 6 + Score(t2, PU 2) (0 + 4 + 2) = 12; 17 > 12: interchange, Q 17
+///   selection: the interchange (17) first; the single move touches t0 again and is dropped.
+/// NIMAR (C_n = 2 cores per node; node 0 hosts 2 tasks, node 1 one):
+///   keep t0 on node 0: q1 0 (2 tasks, not < 2) + 4 + 2 = 6; node 1 has a free core:
+///   t0 -> node 1: 2 + 8 + 2 = 12 > 6. With t0's history on node 1 at 0.1 (< P 0.15625,
+///   worse) q3 = 1 and Q = 11; at 0.2 (better) q3 = 4 and Q = 14.
+#[test]
+fn issue6_cimar_nimar_hand_example() {
+    let m = spec::resolve("pack:2 numa:1 core:2 pu:1").unwrap();
+    let task = |o: f64, by_node: Vec<f64>| TaskMetrics {
+        process: 0,
+        operations: o,
+        accesses: 10.0,
+        latency_ns: 100.0,
+        accesses_by_node: by_node,
+        history: vec![],
+    };
+    let mut ts = vec![
+        task(100.0, vec![2.0, 8.0]),
+        task(400.0, vec![]),
+        task(400.0, vec![]),
+    ];
+    let cur: Placement = vec![0, 1, 2];
+    assert!((imar::performance(&ts[0], 64.0).unwrap() - 0.15625).abs() < 1e-12);
+    let rel = imar::relative_performance(&ts, 64.0);
+    assert!((rel[0].unwrap() - 0.15625 / 1.71875).abs() < 1e-12);
+    let p = ImarParams::default();
+    let c = imar::cimar_migrations(&m, &ts, &cur, p);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(
+        (c[0].tasks.clone(), c[0].dest.clone()),
+        (vec![0, 2], vec![2, 0])
+    );
+    assert_eq!((c[0].score, c[0].keep_score), (17.0, 12.0));
+    assert_eq!(imar::cimar(&m, &ts, &cur, p), vec![2, 1, 0]);
+    let nm = imar::nimar_migrations(&m, &ts, &cur, p);
+    assert_eq!(nm.len(), 1);
+    assert_eq!(
+        (nm[0].tasks.clone(), nm[0].dest.clone()),
+        (vec![0], vec![1])
+    );
+    assert_eq!((nm[0].score, nm[0].keep_score), (12.0, 6.0));
+    assert_eq!(imar::nimar(&m, &ts, &cur, p), vec![3, 1, 2]);
+    ts[0].history = vec![None, Some(0.1)];
+    assert_eq!(imar::nimar_migrations(&m, &ts, &cur, p)[0].score, 11.0);
+    ts[0].history = vec![None, Some(0.2)];
+    assert_eq!(imar::nimar_migrations(&m, &ts, &cur, p)[0].score, 14.0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn issue6_nimar_never_below_keeping(n in 1usize..24, seed in any::<u64>(), packed in any::<bool>()) {
+        let m = spec::resolve("pack:2 numa:1 core:4 pu:2").unwrap();
+        let tree = Tree::from_machine(&m);
+        let cur = if packed {
+            numaff_policy::baselines::compact(&tree, n)
+        } else {
+            numaff_policy::baselines::random(&tree, n, seed)
+        };
+        let ts = random_metrics(n, seed);
+        for mig in imar::nimar_migrations(&m, &ts, &cur, ImarParams::default())
+            .into_iter()
+            .chain(imar::cimar_migrations(&m, &ts, &cur, ImarParams::default()))
+        {
+            prop_assert!(mig.score > mig.keep_score, "{:?}", mig);
+        }
+    }
 }
