@@ -131,9 +131,16 @@ impl Tree {
             return Tree::empty();
         };
         let mut pus: Vec<u32> = leaves.iter().filter_map(|s| s.first()).collect();
-        let index_at = |lvl: usize, pu: u32| -> usize {
-            kept[lvl].1.iter().position(|s| s.contains(pu)).unwrap_or(0)
-        };
+        let index: Vec<std::collections::HashMap<u32, usize>> = kept
+            .iter()
+            .map(|(_, sets)| {
+                sets.iter()
+                    .enumerate()
+                    .flat_map(|(i, s)| s.iter().map(move |p| (p, i)))
+                    .collect()
+            })
+            .collect();
+        let index_at = |lvl: usize, pu: u32| -> usize { index[lvl].get(&pu).copied().unwrap_or(0) };
         let keys: std::collections::HashMap<u32, Vec<usize>> = pus
             .iter()
             .map(|&p| (p, (0..depth).map(|l| index_at(l, p)).collect()))
