@@ -1,0 +1,347 @@
+//! The hardware hierarchy as the mapping algorithms see it (003 §2.2.5: "the hardware hierarchy can be
+//! represented as a tree"): machine → node/package → shared caches → core → PU, with tree distances.
+
+use numaff_machine::{CacheKind, CpuSet, Machine};
+
+/// What a level of the tree stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LevelKind {
+    /// The whole machine (the root, always level 0).
+    Machine,
+    /// NUMA nodes.
+    Node,
+    /// Packages (sockets).
+    Package,
+    /// Instances of a data or unified cache of this level (L1 = 1, ...).
+    Cache(u8),
+    /// Cores (the PUs of a core are SMT siblings).
+    Core,
+    /// Processing units (hardware threads); always the last level.
+    Pu,
+}
+
+impl LevelKind {
+    /// A short name: "machine", "node", "package", "L3", "core", "pu".
+    pub fn name(self) -> String {
+        match self {
+            LevelKind::Machine => "machine".into(),
+            LevelKind::Node => "node".into(),
+            LevelKind::Package => "package".into(),
+            LevelKind::Cache(l) => format!("L{l}"),
+            LevelKind::Core => "core".into(),
+            LevelKind::Pu => "pu".into(),
+        }
+    }
+}
+
+/// The hardware tree of a machine.
+///
+/// PUs are numbered by their *leaf index* `0..pu_count()` in depth-first order; every vertex of the
+/// tree covers a contiguous range of leaf indices. Level 0 is the root (the machine), the last level
+/// the PUs; levels that do not split their parent (one child per vertex) are left out, so with
+/// `L = depth()` the distance between two PUs is `L - k` where `k` is the deepest level at which they
+/// share a vertex: 0 for the same PU, 1 for SMT siblings, 2 for PUs sharing the next level up (a
+/// core group or cache), and so on, one per level up to the root.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tree {
+    kinds: Vec<LevelKind>,
+    pus: Vec<u32>,
+    /// Per level: start leaf of each vertex, plus the end sentinel.
+    starts: Vec<Vec<usize>>,
+    /// Per level: vertex of each leaf.
+    group_of: Vec<Vec<u32>>,
+    node_level: usize,
+    /// Machine node position (index into `Machine::nodes`) of each leaf, when known.
+    node_pos: Vec<Option<usize>>,
+}
+
+impl Tree {
+    /// Derives the tree from a machine: candidate levels are its NUMA nodes, packages, data/unified
+    /// cache levels (largest first), cores and PUs; a candidate is kept if it covers every PU, is
+    /// nested in the previous kept level, and splits it further (more vertices). A machine without
+    /// PUs gives a tree with only the root and no leaves.
+    pub fn from_machine(m: &Machine) -> Tree {
+        let all: CpuSet = m.pus();
+        let mut cands: Vec<(LevelKind, Vec<CpuSet>)> = Vec::new();
+        let nodes: Vec<CpuSet> = m.cpu_nodes().map(|n| n.cpus.intersection(&all)).collect();
+        cands.push((LevelKind::Node, nodes));
+        let packs: Vec<CpuSet> = m
+            .packages
+            .iter()
+            .map(|p| p.cores.iter().flat_map(|c| c.pus.iter()).collect())
+            .collect();
+        cands.push((LevelKind::Package, packs));
+        let mut levels: Vec<u8> = m
+            .caches
+            .iter()
+            .filter(|c| c.kind != CacheKind::Instruction)
+            .map(|c| c.level)
+            .collect();
+        levels.sort_unstable_by(|a, b| b.cmp(a));
+        levels.dedup();
+        for l in levels {
+            let sets: Vec<CpuSet> = m
+                .caches
+                .iter()
+                .filter(|c| c.level == l && c.kind != CacheKind::Instruction)
+                .map(|c| c.cpus.intersection(&all))
+                .collect();
+            cands.push((LevelKind::Cache(l), sets));
+        }
+        cands.push((
+            LevelKind::Core,
+            m.cores().map(|(_, c)| c.pus.clone()).collect(),
+        ));
+        cands.push((
+            LevelKind::Pu,
+            all.iter().map(|p| [p].into_iter().collect()).collect(),
+        ));
+
+        // Keep the nested chain, coarse to fine.
+        let mut kept: Vec<(LevelKind, Vec<CpuSet>)> = vec![(LevelKind::Machine, vec![all.clone()])];
+        for (kind, mut sets) in cands {
+            sets.retain(|s| !s.is_empty());
+            sets.sort_by_key(|s| s.first());
+            sets.dedup();
+            let covered: usize = sets.iter().map(|s| s.len()).sum();
+            let union: CpuSet = sets.iter().flat_map(|s| s.iter()).collect();
+            if covered != all.len() || union != all {
+                continue; // overlapping or partial: not a partition of the PUs
+            }
+            let Some((_, prev)) = kept.last() else {
+                continue;
+            };
+            let nested = sets.iter().all(|s| prev.iter().any(|p| s.is_subset(p)));
+            if !nested || (sets.len() <= prev.len() && kind != LevelKind::Pu) {
+                continue;
+            }
+            if sets.len() == prev.len() {
+                // PU level equal to the previous (no SMT, no sharing): the previous becomes the PUs.
+                kept.pop();
+            }
+            kept.push((kind, sets));
+        }
+        Self::from_partitions(m, kept)
+    }
+
+    fn from_partitions(m: &Machine, kept: Vec<(LevelKind, Vec<CpuSet>)>) -> Tree {
+        let depth = kept.len();
+        // Leaf order: sort PUs by the index (in first-PU order) of their vertex at every level.
+        let Some((_, leaves)) = kept.last() else {
+            return Tree::empty();
+        };
+        let mut pus: Vec<u32> = leaves.iter().filter_map(|s| s.first()).collect();
+        let index: Vec<std::collections::HashMap<u32, usize>> = kept
+            .iter()
+            .map(|(_, sets)| {
+                sets.iter()
+                    .enumerate()
+                    .flat_map(|(i, s)| s.iter().map(move |p| (p, i)))
+                    .collect()
+            })
+            .collect();
+        let index_at = |lvl: usize, pu: u32| -> usize { index[lvl].get(&pu).copied().unwrap_or(0) };
+        let keys: std::collections::HashMap<u32, Vec<usize>> = pus
+            .iter()
+            .map(|&p| (p, (0..depth).map(|l| index_at(l, p)).collect()))
+            .collect();
+        pus.sort_by(|a, b| keys[a].cmp(&keys[b]));
+        let mut starts = Vec::with_capacity(depth);
+        let mut group_of = Vec::with_capacity(depth);
+        #[allow(clippy::needless_range_loop)]
+        for lvl in 0..depth {
+            let mut st = Vec::new();
+            let mut go = Vec::with_capacity(pus.len());
+            let mut last: Option<usize> = None;
+            for (leaf, p) in pus.iter().enumerate() {
+                let k = keys[p][lvl];
+                if last != Some(k) {
+                    st.push(leaf);
+                    last = Some(k);
+                }
+                go.push((st.len() - 1) as u32);
+            }
+            st.push(pus.len());
+            starts.push(st);
+            group_of.push(go);
+        }
+        let kinds: Vec<LevelKind> = kept.iter().map(|(k, _)| *k).collect();
+        let node_level = kinds
+            .iter()
+            .position(|k| *k == LevelKind::Node)
+            .unwrap_or(if depth > 2 { 1 } else { 0 });
+        let node_pos = pus
+            .iter()
+            .map(|&p| m.node_of_pu(p).and_then(|id| m.node_index(id)))
+            .collect();
+        Tree {
+            kinds,
+            pus,
+            starts,
+            group_of,
+            node_level,
+            node_pos,
+        }
+    }
+
+    fn empty() -> Tree {
+        Tree {
+            kinds: vec![LevelKind::Machine],
+            pus: Vec::new(),
+            starts: vec![vec![0, 0]],
+            group_of: vec![Vec::new()],
+            node_level: 0,
+            node_pos: Vec::new(),
+        }
+    }
+
+    /// Number of levels (root and PU level included).
+    pub fn levels(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Index of the PU level (`levels() - 1`); the largest possible distance.
+    pub fn depth(&self) -> usize {
+        self.kinds.len() - 1
+    }
+
+    /// What level `l` stands for.
+    pub fn kind(&self, l: usize) -> LevelKind {
+        self.kinds[l]
+    }
+
+    /// Number of PUs (leaves).
+    pub fn pu_count(&self) -> usize {
+        self.pus.len()
+    }
+
+    /// Kernel cpu id of a leaf.
+    pub fn pu(&self, leaf: usize) -> u32 {
+        self.pus[leaf]
+    }
+
+    /// All kernel cpu ids in leaf order.
+    pub fn pus(&self) -> &[u32] {
+        &self.pus
+    }
+
+    /// Leaf index of a kernel cpu id.
+    pub fn leaf_of(&self, pu: u32) -> Option<usize> {
+        self.pus.iter().position(|&p| p == pu)
+    }
+
+    /// A map kernel cpu id → leaf index (dense over 0..=max cpu id).
+    pub fn leaf_index(&self) -> Vec<Option<usize>> {
+        let max = self.pus.iter().copied().max().map_or(0, |m| m as usize + 1);
+        let mut v = vec![None; max];
+        for (leaf, &p) in self.pus.iter().enumerate() {
+            v[p as usize] = Some(leaf);
+        }
+        v
+    }
+
+    /// Number of vertices at level `l`.
+    pub fn width(&self, l: usize) -> usize {
+        self.starts[l].len() - 1
+    }
+
+    /// Leaf range of vertex `v` at level `l`.
+    pub fn range(&self, l: usize, v: usize) -> std::ops::Range<usize> {
+        self.starts[l][v]..self.starts[l][v + 1]
+    }
+
+    /// Vertex at level `l` holding a leaf.
+    pub fn vertex_of(&self, l: usize, leaf: usize) -> usize {
+        self.group_of[l][leaf] as usize
+    }
+
+    /// Children (vertex indices at level `l + 1`) of vertex `v` at level `l`.
+    pub fn children(&self, l: usize, v: usize) -> std::ops::Range<usize> {
+        let r = self.range(l, v);
+        if r.is_empty() {
+            return 0..0;
+        }
+        self.vertex_of(l + 1, r.start)..self.vertex_of(l + 1, r.end - 1) + 1
+    }
+
+    /// The level that plays the role of NUMA nodes: the node level where nodes split the machine,
+    /// else the first level below the root (packages, or the top shared cache), else the root.
+    pub fn node_level(&self) -> usize {
+        self.node_level
+    }
+
+    /// Position in `Machine::nodes` of the NUMA node of a leaf, when the machine says.
+    pub fn machine_node(&self, leaf: usize) -> Option<usize> {
+        self.node_pos.get(leaf).copied().flatten()
+    }
+
+    /// Tree distance between two leaves: 0 same PU, 1 SMT siblings, ... `depth()` only the root.
+    pub fn distance(&self, a: usize, b: usize) -> u32 {
+        if a == b {
+            return 0;
+        }
+        let d = self.depth();
+        for l in (0..d).rev() {
+            if self.group_of[l][a] == self.group_of[l][b] {
+                return (d - l) as u32;
+            }
+        }
+        d as u32
+    }
+
+    /// The deepest level at which two leaves share a vertex (`depth()` when they are the same).
+    pub fn common_level(&self, a: usize, b: usize) -> usize {
+        self.depth() - self.distance(a, b) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_levels_and_distances() {
+        let m = numaff_machine::spec::resolve("pack:2 core:2 pu:2").unwrap();
+        let t = Tree::from_machine(&m);
+        let kinds: Vec<_> = (0..t.levels()).map(|l| t.kind(l)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                LevelKind::Machine,
+                LevelKind::Package,
+                LevelKind::Core,
+                LevelKind::Pu
+            ]
+        );
+        assert_eq!(t.pu_count(), 8);
+        let l = |p| t.leaf_of(p).unwrap();
+        assert_eq!(t.distance(l(0), l(0)), 0);
+        assert_eq!(t.distance(l(0), l(1)), 1);
+        assert_eq!(t.distance(l(0), l(2)), 2);
+        assert_eq!(t.distance(l(0), l(4)), 3);
+        assert_eq!(t.node_level(), 1);
+        assert_eq!(t.children(0, 0), 0..2);
+        assert_eq!(t.children(1, 1), 2..4);
+    }
+
+    #[test]
+    fn caches_and_nodes_become_levels() {
+        let m = numaff_machine::spec::resolve("pack:2 numa:1 l3:1 core:2 pu:1").unwrap();
+        let t = Tree::from_machine(&m);
+        // node, package and L3 coincide: one level; cores are the PUs (no SMT).
+        assert_eq!(
+            t.levels(),
+            3,
+            "{:?}",
+            (0..t.levels()).map(|l| t.kind(l)).collect::<Vec<_>>()
+        );
+        assert_eq!(t.kind(1), LevelKind::Node);
+        assert_eq!(t.distance(0, 1), 1);
+        assert_eq!(t.distance(0, 2), 2);
+        for name in numaff_machine::catalog::names() {
+            let m = numaff_machine::spec::resolve(name).unwrap();
+            let t = Tree::from_machine(&m);
+            assert_eq!(t.pu_count(), m.pu_count(), "{name}");
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! Issue 6 acceptance tests: the survey's worked example (003 §2.2.6 Fig. 3), properties of every
+//! algorithm on random matrices and random synthetic trees, and the migration algorithms' examples.
+#![allow(clippy::unwrap_used)]
+
+use numaff_machine::{spec, Machine};
+use numaff_policy::imar::{self, ImarParams, TaskMetrics};
+use numaff_policy::quality::hop_cost;
+use numaff_policy::{map, Algorithm, CommMatrix, MapInput, Placement, Tree};
+use proptest::prelude::*;
+
+/// 003 §2.2.6 Fig. 3a: pairs (0,4) and (1,3) exchange 100 each, thread 2 nothing.
+fn survey_matrix() -> CommMatrix {
+    let mut c = CommMatrix::new(5);
+    c.add_pair(0, 4, 100.0);
+    c.add_pair(1, 3, 100.0);
+    c
+}
+
+fn package(m: &Machine, pu: u32) -> u32 {
+    m.package_of_pu(pu).unwrap()
+}
+
+#[test]
+fn issue6_survey_example_locality_and_balance() {
+    // Fig. 3b: 2 processors x 2 cores x 2 SMT; each processor has a cache shared by its cores.
+    let m = spec::resolve("pack:2 l3:1 core:2 pu:2").unwrap();
+    let c = survey_matrix();
+    let input = MapInput::with_comm(&m, &c);
+    let tree = Tree::from_machine(&m);
+    let shares_l3 = |a: u32, b: u32| {
+        m.caches
+            .iter()
+            .any(|k| k.level == 3 && k.cpus.contains(a) && k.cpus.contains(b))
+    };
+    for algo in [Algorithm::Locality, Algorithm::Eagermap] {
+        let p = map(algo, &input).unwrap();
+        // each pair shares a processor's cache (in fact a core); most communication on one processor
+        assert!(
+            shares_l3(p[0], p[4]) && shares_l3(p[1], p[3]),
+            "{algo}: {p:?}"
+        );
+        assert_eq!(package(&m, p[0]), package(&m, p[1]), "{algo}: {p:?}");
+        assert_eq!(
+            hop_cost(&tree, &c, &p),
+            200.0,
+            "{algo}: both pairs on SMT siblings"
+        );
+    }
+    let p = map(Algorithm::Balance, &input).unwrap();
+    assert!(
+        shares_l3(p[0], p[4]) && shares_l3(p[1], p[3]),
+        "balance: {p:?}"
+    );
+    assert_ne!(
+        package(&m, p[0]),
+        package(&m, p[1]),
+        "balance spreads the pairs: {p:?}"
+    );
+    // the plain synthetic machine without cache objects gives the same picture
+    let m2 = spec::resolve("pack:2 core:2 pu:2").unwrap();
+    let p = map(Algorithm::Balance, &MapInput::with_comm(&m2, &c)).unwrap();
+    assert_ne!(package(&m2, p[0]), package(&m2, p[1]));
+    assert_eq!(package(&m2, p[0]), package(&m2, p[4]));
+}
+
+/// Random synthetic machines: 1-3 levels above cores, SMT 1-2, sometimes NUMA nodes and caches.
+fn machines() -> impl Strategy<Value = String> {
+    (
+        1usize..=3,
+        1usize..=3,
+        1usize..=4,
+        1usize..=2,
+        any::<bool>(),
+    )
+        .prop_map(|(pk, grp, cores, pu, numa)| {
+            let node = if numa { " numa:1" } else { "" };
+            let l3 = if grp > 1 {
+                format!(" l3:{grp}")
+            } else {
+                String::new()
+            };
+            format!("pack:{pk}{node}{l3} core:{cores} pu:{pu}")
+        })
+}
+
+fn matrix(n: usize, seed: u64) -> CommMatrix {
+    let mut rng = numaff_policy::baselines::SplitMix64::new(seed);
+    let mut c = CommMatrix::new(n);
+    for i in 0..n {
+        for j in i + 1..n {
+            if rng.below(3) == 0 {
+                c.add_pair(i, j, rng.below(1000) as f64);
+            }
+        }
+    }
+    c
+}
+
+/// Valid: every task on a PU of the machine, no PU with two tasks while another is free, and with
+/// more tasks than PUs no PU above ⌈n/P⌉.
+fn check_valid(m: &Machine, p: &Placement, n: usize, what: &str) {
+    let pus = m.pus();
+    assert_eq!(p.len(), n, "{what}");
+    let mut count = std::collections::BTreeMap::new();
+    for &x in p {
+        assert!(pus.contains(x), "{what}: PU {x} not in the machine");
+        *count.entry(x).or_insert(0usize) += 1;
+    }
+    let max = count.values().copied().max().unwrap_or(0);
+    let used = count.len();
+    if max > 1 {
+        assert_eq!(
+            used,
+            pus.len(),
+            "{what}: a PU holds {max} tasks while another is free: {p:?}"
+        );
+    }
+    assert!(max <= n.div_ceil(pus.len()), "{what}: {p:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn issue6_proptest_valid_deterministic_and_no_worse_than_identity(
+        desc in machines(), n in 1usize..40, seed in any::<u64>()
+    ) {
+        let m = spec::resolve(&desc).unwrap();
+        let tree = Tree::from_machine(&m);
+        let c = matrix(n, seed);
+        let mut input = MapInput::with_comm(&m, &c);
+        input.seed = seed;
+        let current = numaff_policy::baselines::round_robin(&tree, n);
+        let metrics = random_metrics(n, seed);
+        input.current = Some(&current);
+        input.metrics = Some(&metrics);
+        let identity = map(Algorithm::RoundRobin, &input).unwrap();
+        let id_cost = hop_cost(&tree, &c, &identity);
+        for algo in Algorithm::ALL {
+            let p = map(algo, &input).unwrap();
+            check_valid(&m, &p, n, &format!("{algo} on {desc} with {n} tasks"));
+            prop_assert_eq!(&p, &map(algo, &input).unwrap(), "{} not deterministic", algo);
+            if matches!(algo, Algorithm::Eagermap | Algorithm::Locality | Algorithm::Deloc) {
+                let cost = hop_cost(&tree, &c, &p);
+                prop_assert!(cost <= id_cost + 1e-6, "{} {} > identity {}", algo, cost, id_cost);
+            }
+        }
+    }
+}
+
+#[test]
+fn issue6_ondeloc_keeps_pairs_on_their_current_nodes() {
+    // 2 nodes x 4 PUs. Pairs (0,1) 50, (2,3) 40, (4,5) 30; current: 0,1 on node 1, 2 on node 0 and
+    // 3 on node 1, 4 and 5 on node 0.
+    let m = spec::resolve("pack:2 numa:1 core:4 pu:1").unwrap();
+    let node = |pu: u32| m.node_of_pu(pu).unwrap();
+    let mut c = CommMatrix::new(6);
+    c.add_pair(0, 1, 50.0);
+    c.add_pair(2, 3, 40.0);
+    c.add_pair(4, 5, 30.0);
+    let current: Placement = vec![4, 5, 0, 6, 1, 2];
+    let mut input = MapInput::with_comm(&m, &c);
+    input.current = Some(&current);
+    let p = map(Algorithm::Ondeloc, &input).unwrap();
+    for t in 0..6 {
+        assert_eq!(
+            node(p[t]),
+            node(current[t]),
+            "task {t} left its node: {p:?}"
+        );
+    }
+    // nobody even changes PU: every current PU is still free when its task comes
+    assert_eq!(p, current);
+    // node 1 full (4 tasks there now): the pair (4,5) whose nodes have no room goes round-robin
+    let current: Placement = vec![4, 5, 6, 7, 0, 4];
+    input.current = Some(&current);
+    let p = map(Algorithm::Ondeloc, &input).unwrap();
+    assert_eq!(&p[..4], &[4, 5, 6, 7], "pairs with room stay: {p:?}");
+    assert_eq!(node(p[4]), 0);
+    assert_eq!(
+        node(p[5]),
+        0,
+        "(4,5): node 1 is full, so both go to the next node with room"
+    );
+}
+
+#[test]
+fn issue6_deloc_spreads_a_group_and_keeps_pairs_together() {
+    // one group of two concurrent pairs: DeLocMap puts them on different nodes, each pair together
+    let m = spec::resolve("pack:2 numa:1 core:2 pu:2").unwrap();
+    let node = |pu: u32| m.node_of_pu(pu).unwrap();
+    let mut c = CommMatrix::new(4);
+    c.add_pair(0, 1, 10.0);
+    c.add_pair(2, 3, 10.0);
+    let groups = vec![vec![
+        numaff_policy::deloc::Pair {
+            a: 0,
+            b: 2,
+            comm: 10.0,
+        },
+        numaff_policy::deloc::Pair {
+            a: 1,
+            b: 3,
+            comm: 9.0,
+        },
+    ]];
+    let mut input = MapInput::with_comm(&m, &c);
+    input.groups = Some(&groups);
+    let tree = Tree::from_machine(&m);
+    // Algorithm 1 alone: L_pair (0,2) = 10/19 > (1,3) = 9/19; (0,2) on node 0, (1,3) on the next node
+    let raw = numaff_policy::deloc::delocmap_unchecked(&tree, &c, Some(&groups), 4);
+    assert_eq!(node(raw[0]), node(raw[2]), "{raw:?}");
+    assert_eq!(node(raw[1]), node(raw[3]), "{raw:?}");
+    assert_ne!(node(raw[0]), node(raw[1]), "{raw:?}");
+    assert_eq!(raw, vec![0, 4, 1, 5], "pair members on SMT siblings");
+    // with the safeguard: that costs 60 hops against the matrix, the identity 20, so the identity
+    let p = map(Algorithm::Deloc, &input).unwrap();
+    assert_eq!(hop_cost(&tree, &c, &p), 20.0);
+    // without groups, every pair of the matrix is one group: (0,1) and (2,3) on different nodes
+    let raw = numaff_policy::deloc::delocmap_unchecked(&tree, &c, None, 4);
+    assert_eq!(raw, vec![0, 1, 4, 5]);
+}
+
+fn random_metrics(n: usize, seed: u64) -> Vec<TaskMetrics> {
+    let mut rng = numaff_policy::baselines::SplitMix64::new(seed ^ 0x5eed);
+    (0..n)
+        .map(|t| TaskMetrics {
+            process: (t % 2) as u32,
+            operations: 1.0 + rng.below(1000) as f64,
+            accesses: 1.0 + rng.below(100) as f64,
+            latency_ns: 50.0 + rng.below(200) as f64,
+            accesses_by_node: (0..2).map(|_| rng.below(10) as f64).collect(),
+            history: (0..2)
+                .map(|_| (rng.below(2) == 0).then(|| rng.below(100) as f64 / 10.0))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Hand example (001 eq. 1, 4-6): machine 2 nodes x 2 cores, no SLIT in the synthetic machine so
+/// d = 10 local, 20 remote; S_cache = 64. One process, three tasks:
+///   t0 on PU 0 (node 0): O 100, A 10, L 100 -> I = 100/(10*64) = 0.15625, P = 100*0.15625/100 = 0.15625
+///   t1 on PU 1 (node 0): O 400, A 10, L 100 -> I = 0.625, P = 400*0.625/100 = 2.5
+///   t2 on PU 2 (node 1): same as t1, P = 2.5;  PU 3 free.
+/// P̄ = 5.15625/3 = 1.71875; P̂ = 0.0909, 1.4545, 1.4545 -> only t0 is under δ_perf = 0.8.
+/// t0's accesses by node [2, 8] -> preferred node 1; t1, t2 unknown -> their current node.
+/// CIMAR:
+///   keep t0 (PU 0): q1 0 (hosts t0) + q2 4*d(0,1)/d(0,1) = 4 + q3 2 (no history) = 6 = Q_ref
+///   t0 -> PU 3 (free, node 1): q1 2 + q2 4*20/10 = 8 + q3 2 = 12 > 6: single move, Q 12
+///   t0 <-> t2 (PU 2): Score(t0, PU 2) = 0 + 8 + 2 + q4 0 (P̂(t2) 1.45 >= 0.8) = 10;
+///     Score(t2, PU 0) = 0 + q2 4*d(1,1)/d(0,1) = 2 + 2 + q4 3 (P̂(t0) < 0.8) = 7; Q = 17;
+///     keep = Q_ref 6 + Score(t2, PU 2) (0 + 4 + 2) = 12; 17 > 12: interchange, Q 17
+///   selection: the interchange (17) first; the single move touches t0 again and is dropped.
+/// NIMAR (C_n = 2 cores per node; node 0 hosts 2 tasks, node 1 one):
+///   keep t0 on node 0: q1 0 (2 tasks, not < 2) + 4 + 2 = 6; node 1 has a free core:
+///   t0 -> node 1: 2 + 8 + 2 = 12 > 6. With t0's history on node 1 at 0.1 (< P 0.15625,
+///   worse) q3 = 1 and Q = 11; at 0.2 (better) q3 = 4 and Q = 14.
+#[test]
+fn issue6_cimar_nimar_hand_example() {
+    let m = spec::resolve("pack:2 numa:1 core:2 pu:1").unwrap();
+    let task = |o: f64, by_node: Vec<f64>| TaskMetrics {
+        process: 0,
+        operations: o,
+        accesses: 10.0,
+        latency_ns: 100.0,
+        accesses_by_node: by_node,
+        history: vec![],
+    };
+    let mut ts = vec![
+        task(100.0, vec![2.0, 8.0]),
+        task(400.0, vec![]),
+        task(400.0, vec![]),
+    ];
+    let cur: Placement = vec![0, 1, 2];
+    assert!((imar::performance(&ts[0], 64.0).unwrap() - 0.15625).abs() < 1e-12);
+    let rel = imar::relative_performance(&ts, 64.0);
+    assert!((rel[0].unwrap() - 0.15625 / 1.71875).abs() < 1e-12);
+    let p = ImarParams::default();
+    let c = imar::cimar_migrations(&m, &ts, &cur, p);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(
+        (c[0].tasks.clone(), c[0].dest.clone()),
+        (vec![0, 2], vec![2, 0])
+    );
+    assert_eq!((c[0].score, c[0].keep_score), (17.0, 12.0));
+    assert_eq!(imar::cimar(&m, &ts, &cur, p), vec![2, 1, 0]);
+    let nm = imar::nimar_migrations(&m, &ts, &cur, p);
+    assert_eq!(nm.len(), 1);
+    assert_eq!(
+        (nm[0].tasks.clone(), nm[0].dest.clone()),
+        (vec![0], vec![1])
+    );
+    assert_eq!((nm[0].score, nm[0].keep_score), (12.0, 6.0));
+    assert_eq!(imar::nimar(&m, &ts, &cur, p), vec![3, 1, 2]);
+    ts[0].history = vec![None, Some(0.1)];
+    assert_eq!(imar::nimar_migrations(&m, &ts, &cur, p)[0].score, 11.0);
+    ts[0].history = vec![None, Some(0.2)];
+    assert_eq!(imar::nimar_migrations(&m, &ts, &cur, p)[0].score, 14.0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn issue6_nimar_never_below_keeping(n in 1usize..24, seed in any::<u64>(), packed in any::<bool>()) {
+        let m = spec::resolve("pack:2 numa:1 core:4 pu:2").unwrap();
+        let tree = Tree::from_machine(&m);
+        let cur = if packed {
+            numaff_policy::baselines::compact(&tree, n)
+        } else {
+            numaff_policy::baselines::random(&tree, n, seed)
+        };
+        let ts = random_metrics(n, seed);
+        for mig in imar::nimar_migrations(&m, &ts, &cur, ImarParams::default())
+            .into_iter()
+            .chain(imar::cimar_migrations(&m, &ts, &cur, ImarParams::default()))
+        {
+            prop_assert!(mig.score > mig.keep_score, "{:?}", mig);
+        }
+    }
+}
