@@ -6,6 +6,7 @@ pub mod comm;
 pub mod deloc;
 pub mod hier;
 pub mod imar;
+pub mod kmaf_data;
 pub mod quality;
 pub mod tree;
 
