@@ -1,6 +1,7 @@
 //! numaff's behaviour structures: what samples of memory accesses accumulate into — kMAF's per-page
 //! NUMA vectors and its sharing table feeding a sharing matrix between threads (000 §4.3).
 
+pub mod delocprof;
 pub mod numa_table;
 pub mod sharing;
 
