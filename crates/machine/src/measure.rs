@@ -772,7 +772,28 @@ unsafe fn chase(mut p: *const usize, loads: u64) -> *const usize {
     p
 }
 
+/// The calling thread's cpu time in ns (CLOCK_THREAD_CPUTIME_ID).
+fn thread_cpu_ns() -> Result<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for clock_gettime to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Err(MachineError::Measure(format!(
+            "cannot read this thread's cpu time (clock_gettime): {}",
+            io::Error::last_os_error()
+        )));
+    }
+    Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// ns per dependent load, one figure per repeat, chased from `pu`.
+///
+/// The chase is timed with the thread's cpu time, not the wall clock: on a shared machine the
+/// thread may be preempted by other jobs, and time spent waiting for a cpu is not memory latency
+/// (a stalled load still counts as cpu time). Measured here with other jobs running, wall-clock
+/// timing gave 600 ns and more where the machine's latency is 160-200 ns.
 fn latency_ns(buf: &mut Buffer, pu: u32, opts: &MeasureOptions) -> Result<Vec<f64>> {
     pin_to(pu)?;
     let mut p = buf.start as *const usize;
@@ -780,10 +801,10 @@ fn latency_ns(buf: &mut Buffer, pu: u32, opts: &MeasureOptions) -> Result<Vec<f6
     p = std::hint::black_box(unsafe { chase(p, opts.latency_loads) }); // warm-up
     let mut samples = Vec::with_capacity(opts.repeats as usize);
     for _ in 0..opts.repeats {
-        let t = Instant::now();
+        let t = thread_cpu_ns()?;
         // SAFETY: as above.
         p = std::hint::black_box(unsafe { chase(p, opts.latency_loads) });
-        samples.push(t.elapsed().as_nanos() as f64 / opts.latency_loads as f64);
+        samples.push(thread_cpu_ns()?.saturating_sub(t) as f64 / opts.latency_loads as f64);
     }
     Ok(samples)
 }
