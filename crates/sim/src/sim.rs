@@ -447,6 +447,14 @@ impl Simulator {
         }
     }
 
+    /// Spawns one program and runs to the end (the common case of a single-program experiment).
+    /// A program that cannot be spawned (a cpu or node the machine lacks) gives an empty run; use
+    /// [`Simulator::spawn`] to see the error.
+    pub fn spawn_and_run(mut self, spec: ProcessSpec) -> Report {
+        let _ = self.spawn(spec);
+        self.run()
+    }
+
     /// Runs until every thread has finished; returns the report.
     pub fn run(&mut self) -> Report {
         self.run_until(f64::INFINITY);

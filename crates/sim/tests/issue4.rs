@@ -56,3 +56,209 @@ fn issue4_hpl_mlc_matrices_match_table_2() {
 fn issue4_lpl_mlc_matrices_match_table_3() {
     check_matrices("laso-lpl");
 }
+
+use numaff_engine::{AccessKind, Environment, Sample, TaskId};
+use numaff_sim::{Access, DataPolicy, HwSampling, Op, ProcessSpec, Report, Simulator, ThreadSpec};
+
+/// Each thread streams over its own `lines` lines (independent loads, no compute).
+fn streaming(threads: u32, lines: u64, policy: DataPolicy) -> ProcessSpec {
+    let mut spec = ProcessSpec::new("stream", policy);
+    for k in 0..threads {
+        let base = 0x4000_0000 + u64::from(k) * lines * 64;
+        let ops = (0..lines).map(move |l| Op::Access(Access::read(base + l * 64)));
+        spec = spec.thread(ThreadSpec::new(format!("t{k}"), k, ops));
+    }
+    spec
+}
+
+fn mean_thread_time(r: &Report) -> f64 {
+    r.threads.iter().map(|t| t.time_ns as f64).sum::<f64>() / r.threads.len() as f64
+}
+
+#[test]
+fn issue4_bandwidth_bound_stream_congests_one_node_and_interleave_relieves_it() {
+    let m = catalog::load("kmaf-sim-4x2").unwrap();
+    // Page faults are not the point here: free first touches leave the memory side alone.
+    let cfg = SimConfig {
+        fault_ns: 0.0,
+        ..SimConfig::default()
+    };
+    let run = |n, policy| Simulator::new(&m, cfg.clone()).spawn_and_run(streaming(n, 4000, policy));
+    let times: Vec<f64> = [1, 2, 4, 8]
+        .iter()
+        .map(|&n| mean_thread_time(&run(n, DataPolicy::Bind(0))))
+        .collect();
+    println!("per-thread time, data on node 0, 1/2/4/8 threads: {times:?}");
+    for w in times.windows(2) {
+        assert!(w[1] > w[0] * 1.2, "no congestion: {times:?}");
+    }
+    let bound = run(8, DataPolicy::Bind(0));
+    let inter = run(8, DataPolicy::Interleave);
+    println!(
+        "8 threads: bind makespan {} ns (IMC queue {:.0} ns), interleave {} ns (IMC queue {:.0} ns)",
+        bound.makespan_ns, bound.imc_queue_ns, inter.makespan_ns, inter.imc_queue_ns
+    );
+    assert!(inter.makespan_ns as f64 * 1.5 < bound.makespan_ns as f64);
+    assert!(inter.imc_queue_ns < bound.imc_queue_ns);
+}
+
+/// Threads that share a region: random reads and writes, barriers, hardware sampling with jitter.
+fn mixed(seed: u64) -> (Report, Vec<Sample>) {
+    let m = catalog::load("laso-hpl").unwrap();
+    let cfg = SimConfig {
+        seed,
+        hw_sampling: Some(HwSampling {
+            period: 97,
+            jitter: 0.5,
+            min_latency_ns: 0.0,
+            cost_ns: 200.0,
+        }),
+        ..SimConfig::default()
+    };
+    let mut sim = Simulator::new(&m, cfg);
+    let mut spec = ProcessSpec::new("mixed", DataPolicy::FirstTouch);
+    for k in 0..8u32 {
+        // A fixed pseudo-random stream (the workload is an input: the same for both seeds).
+        let mut x = 0x1234_5678_u64 + u64::from(k);
+        let ops = (0..6000u64).map(move |i| {
+            if i % 1500 == 1499 {
+                return Op::Barrier;
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a = 0x1000_0000 + (x % (1 << 22));
+            Op::Access(
+                if matches!(x % 5, 0) {
+                    Access::write(a)
+                } else {
+                    Access::read(a)
+                }
+                .after((x % 7) as u32),
+            )
+        });
+        spec = spec.thread(ThreadSpec::new(format!("w{k}"), k * 5, ops));
+    }
+    sim.spawn(spec).unwrap();
+    let r = sim.run();
+    let mut s = Vec::new();
+    sim.drain_samples(&mut s).unwrap();
+    (r, s)
+}
+
+#[test]
+fn issue4_same_seed_same_figures_different_seed_different_choices() {
+    let (a, sa) = mixed(1);
+    let (b, sb) = mixed(1);
+    let (c, sc) = mixed(2);
+    assert_eq!(a, b);
+    assert_eq!(sa, sb);
+    assert_eq!(format!("{a:?}"), format!("{b:?}"), "bit for bit");
+    let loads = |s: &[Sample]| {
+        s.iter()
+            .filter(|x| x.kind != AccessKind::Fault)
+            .map(|x| (x.tid, x.vaddr))
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(
+        loads(&sa),
+        loads(&sc),
+        "the seed picks which accesses are sampled"
+    );
+    assert_ne!(a.makespan_ns, 0);
+    assert!(a.c2c_transfers > 0 && a.invalidations > 0, "{a:?}");
+    println!(
+        "mixed: makespan {} ns, c2c {}, invalidations {}, samples {}, energy {:.6} J; seed 2 makespan {}",
+        a.makespan_ns, a.c2c_transfers, a.invalidations, a.samples, a.energy_j, c.makespan_ns
+    );
+}
+
+#[test]
+fn issue4_environment_moves_pages_and_threads_with_costs() {
+    let m = catalog::load("laso-lpl").unwrap();
+    let mut sim = Simulator::new(&m, SimConfig::default());
+    let pid = sim
+        .spawn(streaming(2, 20_000, DataPolicy::FirstTouch))
+        .unwrap();
+    assert_eq!(sim.advance(20_000).unwrap(), 20_000);
+    let tasks = sim.tasks().unwrap();
+    assert_eq!(tasks.len(), 2);
+    assert_eq!(tasks[0].cpu, Some(0));
+    let mut samples = Vec::new();
+    assert!(sim.drain_samples(&mut samples).unwrap() > 0);
+    let fault = samples[0];
+    assert_eq!(
+        (fault.kind, fault.pid, fault.node),
+        (AccessKind::Fault, pid, 0)
+    );
+    assert_eq!(sim.page_nodes(pid, &[fault.vaddr]).unwrap(), vec![Some(0)]);
+    let mv = sim
+        .move_pages(pid, &[fault.vaddr, 0xdead_0000_0000], 2)
+        .unwrap();
+    assert_eq!(
+        (mv.requested, mv.moved, mv.bytes, mv.failed.len()),
+        (2, 1, 4096, 1)
+    );
+    assert!(mv.cost_ns > 5_000.0, "{mv:?}");
+    assert_eq!(sim.page_nodes(pid, &[fault.vaddr]).unwrap(), vec![Some(2)]);
+    let t = TaskId { pid, tid: pid + 1 };
+    let mut to = numaff_machine::CpuSet::new();
+    to.insert(45);
+    let tm = sim.move_thread(t, &to).unwrap();
+    assert_eq!((tm.from_cpu, tm.to_cpu), (Some(1), Some(45)));
+    assert!(sim.move_thread(TaskId { pid, tid: 7 }, &to).is_err());
+    while !sim.finished() {
+        sim.advance(100_000).unwrap();
+    }
+    let r = sim.report();
+    assert_eq!(r.migrations, 1);
+    assert_eq!(r.page_migrations, 1);
+    assert_eq!(r.threads[1].cpu, 45);
+    assert!(
+        r.threads[1].remote_accesses > 0,
+        "after the move its new pages are first-touched on node 2, its old ones are remote"
+    );
+}
+
+#[test]
+fn issue4_time_sharing_and_barriers() {
+    let m = catalog::load("kmaf-sim-4x2").unwrap();
+    // Two compute-only threads on one PU take twice as long as one.
+    let one = Simulator::new(&m, SimConfig::default()).spawn_and_run(
+        ProcessSpec::new("c", DataPolicy::FirstTouch).thread(ThreadSpec::new(
+            "a",
+            0,
+            std::iter::repeat_n(Op::Compute(1000), 1000),
+        )),
+    );
+    let two = Simulator::new(&m, SimConfig::default()).spawn_and_run(
+        ProcessSpec::new("c", DataPolicy::FirstTouch)
+            .thread(ThreadSpec::new(
+                "a",
+                0,
+                std::iter::repeat_n(Op::Compute(1000), 1000),
+            ))
+            .thread(ThreadSpec::new(
+                "b",
+                0,
+                std::iter::repeat_n(Op::Compute(1000), 1000),
+            )),
+    );
+    let ratio = two.makespan_ns as f64 / one.makespan_ns as f64;
+    assert!((1.95..2.1).contains(&ratio), "{ratio}");
+    // A barrier holds the fast thread until the slow one arrives.
+    let r = Simulator::new(&m, SimConfig::default()).spawn_and_run(
+        ProcessSpec::new("b", DataPolicy::FirstTouch)
+            .thread(ThreadSpec::new(
+                "fast",
+                0,
+                [Op::Compute(10), Op::Barrier].into_iter(),
+            ))
+            .thread(ThreadSpec::new(
+                "slow",
+                2,
+                [Op::Compute(1_000_000), Op::Barrier].into_iter(),
+            )),
+    );
+    assert!(r.threads[0].end_ns >= r.threads[1].end_ns - 1, "{r:?}");
+}
