@@ -42,9 +42,11 @@ pub struct HwSampling {
     pub cost_ns: f64,
 }
 
-/// kMAF-style induced page faults (000 §4.1): every `interval_ns` the sampler marks `fraction` of each
-/// process's present pages not present (picked at random), so that the next access to each faults,
-/// is reported as a `Fault` sample, and costs the faulting thread `cost_ns`.
+/// Induced page faults: every `interval_ns` the sampler marks `fraction` of each process's present
+/// pages not present, so that the next access to each faults, is reported as a `Fault` sample, and
+/// costs the faulting thread `cost_ns`. kMAF (000 §4.1) picks the pages at random (`scan` false);
+/// Linux NUMA balancing's hinting faults walk the address space in windows (`scan` true: the next
+/// pages in first-touch order from where the previous round stopped).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InducedFaults {
     /// Time between two rounds of marking.
@@ -54,6 +56,8 @@ pub struct InducedFaults {
     /// Cost of one induced (minor) fault, ns: trap, kernel handler, PTE restore (kMAF measures a few
     /// microseconds).
     pub cost_ns: f64,
+    /// Walk the pages in order (NUMA-balancing-like) instead of picking them at random (kMAF).
+    pub scan: bool,
 }
 
 /// Energy model: static power times makespan plus energy per event. The per-event figures are the

@@ -133,6 +133,9 @@ struct Process {
     pages: FxMap<u64, Page>,
     /// Present pages in first-touch order (for deterministic iteration).
     page_list: Vec<u64>,
+    scan_cursor: u64,
+    /// Pages marked for an induced fault; while non-zero every access checks its page.
+    armed: u64,
     live: usize,
     waiting: Vec<usize>,
     barrier_time: f64,
@@ -380,6 +383,8 @@ impl Simulator {
             page_shift,
             pages: FxMap::default(),
             page_list: Vec::new(),
+            scan_cursor: u64::MAX,
+            armed: 0,
             live: n,
             waiting: Vec::new(),
             barrier_time: 0.0,
@@ -511,10 +516,18 @@ impl Simulator {
             let n = self.procs[pi].page_list.len() as u64;
             let k = (n as f64 * cfg.fraction.clamp(0.0, 1.0)).round() as u64;
             for _ in 0..k {
-                let i = self.rng.below(n) as usize;
+                let i = if cfg.scan {
+                    self.procs[pi].scan_cursor = self.procs[pi].scan_cursor.wrapping_add(1) % n;
+                    self.procs[pi].scan_cursor as usize
+                } else {
+                    self.rng.below(n) as usize
+                };
                 let vp = self.procs[pi].page_list[i];
                 if let Some(pg) = self.procs[pi].pages.get_mut(&vp) {
-                    pg.armed = true;
+                    if !pg.armed {
+                        pg.armed = true;
+                        self.procs[pi].armed += 1;
+                    }
                 }
             }
         }
@@ -564,14 +577,28 @@ impl Simulator {
     fn run_pu(&mut self, p: usize, horizon: f64) {
         loop {
             let Some(ti) = self.pick(p) else { return };
-            if self.pus[p].clock > horizon {
-                return;
-            }
-            match self.threads[ti].ops.next() {
-                None => self.finish(ti, p),
-                Some(Op::Compute(c)) => self.pus[p].clock += c as f64 * self.cycle_ns,
-                Some(Op::Barrier) => self.barrier(ti, p),
-                Some(Op::Access(a)) => self.step(ti, p, a),
+            // Run this thread until the horizon, its slice's end (when others wait), or it stops.
+            let shared = self.pus[p].runq.len() > 1;
+            loop {
+                let clock = self.pus[p].clock;
+                if clock > horizon {
+                    return;
+                }
+                if shared && clock >= self.pus[p].slice_end {
+                    break;
+                }
+                match self.threads[ti].ops.next() {
+                    None => {
+                        self.finish(ti, p);
+                        break;
+                    }
+                    Some(Op::Compute(c)) => self.pus[p].clock += c as f64 * self.cycle_ns,
+                    Some(Op::Barrier) => {
+                        self.barrier(ti, p);
+                        break;
+                    }
+                    Some(Op::Access(a)) => self.step(ti, p, a),
+                }
             }
         }
     }
@@ -637,7 +664,14 @@ impl Simulator {
             }
         }
         th.accesses += 1;
-        let (lat, stall) = self.access(ti, p, t, a);
+        let pi = th.proc;
+        let induced = if self.procs[pi].armed > 0 {
+            self.induced_fault(ti, p, t, a.vaddr)
+        } else {
+            0.0
+        };
+        let (lat, mut stall) = self.access(ti, p, t, a);
+        stall += induced;
         if stall > 0.0 {
             self.pus[p].clock = t;
             t = self.drain(ti, p) + stall;
@@ -653,6 +687,38 @@ impl Simulator {
                 self.hw_sample(ti, p, t, lat, a);
             }
         }
+    }
+
+    /// An access to a page marked by the induced-fault sampler faults: one `Fault` sample, and the
+    /// cost as a stall. Returns the stall.
+    fn induced_fault(&mut self, ti: usize, p: usize, t: f64, vaddr: u64) -> f64 {
+        let pi = self.threads[ti].proc;
+        let pr = &mut self.procs[pi];
+        let Some(pg) = pr.pages.get_mut(&(vaddr >> pr.page_shift)) else {
+            return 0.0;
+        };
+        if !pg.armed {
+            return 0.0;
+        }
+        pg.armed = false;
+        pr.armed -= 1;
+        let th = &self.threads[ti];
+        self.samples.push(Sample {
+            time_ns: t as u64,
+            pid: th.pid,
+            tid: th.tid,
+            cpu: self.pus[p].cpu,
+            node: self.pus[p].node_id,
+            vaddr,
+            kind: AccessKind::Fault,
+            latency_ns: None,
+        });
+        self.stats.samples += 1;
+        self.cfg
+            .induced_faults
+            .as_ref()
+            .map(|f| f.cost_ns)
+            .unwrap_or(0.0)
     }
 
     fn hw_sample(&mut self, ti: usize, p: usize, t: f64, lat: f64, a: Access) {
@@ -901,16 +967,6 @@ impl Simulator {
         let mut fault = false;
         let home = match pr.pages.get_mut(&vp) {
             Some(pg) => {
-                if pg.armed {
-                    pg.armed = false;
-                    stall += self
-                        .cfg
-                        .induced_faults
-                        .as_ref()
-                        .map(|f| f.cost_ns)
-                        .unwrap_or(0.0);
-                    fault = true;
-                }
                 if pg.blocked_until > t {
                     stall += pg.blocked_until - t;
                 }

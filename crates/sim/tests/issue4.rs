@@ -262,3 +262,39 @@ fn issue4_time_sharing_and_barriers() {
     );
     assert!(r.threads[0].end_ns >= r.threads[1].end_ns - 1, "{r:?}");
 }
+
+#[test]
+fn issue4_induced_and_hinting_faults_sample_pages_again() {
+    let m = catalog::load("kmaf-sim-4x2").unwrap();
+    for scan in [false, true] {
+        let cfg = SimConfig {
+            first_touch_samples: false,
+            induced_faults: Some(numaff_sim::InducedFaults {
+                interval_ns: 20_000,
+                fraction: 0.25,
+                cost_ns: 2_000.0,
+                scan,
+            }),
+            ..SimConfig::default()
+        };
+        let mut sim = Simulator::new(&m, cfg);
+        // 4 threads sweep 64 pages 20 times (misses the 512 KiB L2 every sweep).
+        let mut spec = ProcessSpec::new("sweep", DataPolicy::FirstTouch);
+        for k in 0..4u32 {
+            let base = 0x1000_0000 + u64::from(k) * (1 << 20);
+            let ops =
+                (0..20 * 16384u64).map(move |i| Op::Access(Access::read(base + (i % 16384) * 64)));
+            spec = spec.thread(ThreadSpec::new(format!("s{k}"), k * 2, ops));
+        }
+        sim.spawn(spec).unwrap();
+        let r = sim.run();
+        let mut s = Vec::new();
+        sim.drain_samples(&mut s).unwrap();
+        assert!(
+            s.len() > 10 && s.iter().all(|x| x.kind == AccessKind::Fault),
+            "scan {scan}: {}",
+            s.len()
+        );
+        assert_eq!(r.samples as usize, s.len());
+    }
+}
