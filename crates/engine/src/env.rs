@@ -144,7 +144,7 @@ pub trait Environment {
     fn now_ns(&self) -> u64;
 
     /// Lets the environment run for `ns` nanoseconds: on Linux, sleep; in the simulator, simulate.
-    /// Returns the time reached (which may be earlier when everything finished).
+    /// Returns the time reached.
     fn advance(&mut self, ns: u64) -> Result<u64, EnvError>;
 
     /// Whether every observed task has finished (nothing more to observe or act on).
