@@ -49,7 +49,8 @@ pub struct Report {
     pub local_accesses: u64,
     /// Accesses served by the memory of another node.
     pub remote_accesses: u64,
-    /// Total time lines waited in memory-controller queues, ns ("IMC queue").
+    /// Total time demand reads waited in memory-controller queues, ns ("IMC queue"); writebacks
+    /// occupy the queues but their own waits are not counted.
     pub imc_queue_ns: f64,
     /// Total time lines waited in interconnect link queues, ns.
     pub link_queue_ns: f64,

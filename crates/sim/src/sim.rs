@@ -951,8 +951,12 @@ impl Simulator {
         let Some(pg) = pr.pages.get(&vp) else { return };
         let home = usize::from(pg.node);
         self.stats.writebacks += 1;
+        // Writebacks occupy the queues (so reads behind them wait) but nobody waits for them: their
+        // own waits are not counted as IMC or link queueing.
+        let (mc, link) = (self.fabric.mc_wait_ns, self.fabric.link_wait_ns);
         self.fabric.occupy_route(t, from, home);
         self.fabric.occupy_mc(t, home);
+        (self.fabric.mc_wait_ns, self.fabric.link_wait_ns) = (mc, link);
     }
 
     /// A line from memory: page lookup (first touch, induced fault, migration in progress), then the
