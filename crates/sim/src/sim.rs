@@ -49,23 +49,23 @@ type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 const ASID_SHIFT: u32 = 58;
 const LINE_MASK: u64 = (1 << ASID_SHIFT) - 1;
 /// Tracked cache instances that get their own directory bit; more alias (costing only precision).
-const DIR_BITS: usize = 256;
+const DIR_BITS: usize = 128;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct DirEntry {
-    holders: [u64; 4],
+    holders: [u64; 2],
     /// PU index + 1 of the private domain with exclusive rights, 0 for none.
     owner: u32,
     dirty: bool,
 }
 
 #[inline]
-fn and_not(a: [u64; 4], b: [u64; 4]) -> [u64; 4] {
-    [a[0] & !b[0], a[1] & !b[1], a[2] & !b[2], a[3] & !b[3]]
+fn and_not(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
+    [a[0] & !b[0], a[1] & !b[1]]
 }
 #[inline]
-fn any(a: [u64; 4]) -> bool {
-    (a[0] | a[1] | a[2] | a[3]) != 0
+fn any(a: [u64; 2]) -> bool {
+    (a[0] | a[1]) != 0
 }
 
 struct CacheInst {
@@ -84,7 +84,7 @@ struct Pu {
     path: Vec<usize>,
     lat: Vec<f64>,
     n_private: usize,
-    path_bits: [u64; 4],
+    path_bits: [u64; 2],
     clock: f64,
     runq: VecDeque<usize>,
     in_heap: bool,
@@ -251,7 +251,7 @@ impl Simulator {
                 path,
                 lat,
                 n_private,
-                path_bits: [0; 4],
+                path_bits: [0; 2],
                 clock: 0.0,
                 runq: VecDeque::new(),
                 in_heap: false,
@@ -926,7 +926,7 @@ impl Simulator {
         let mut wb = None;
         if let Some(o) = (e.owner as usize).checked_sub(1) {
             let ob = self.pus[o].path_bits;
-            let still = (0..4).any(|w| e.holders[w] & ob[w] != 0);
+            let still = (0..2).any(|w| e.holders[w] & ob[w] != 0);
             if !still {
                 if e.dirty {
                     wb = Some(self.pus[o].node);
