@@ -448,6 +448,7 @@ impl Simulator {
             // An idle PU's clock catches up with the present.
             let c = self.pus[p].clock.max(self.now);
             self.pus[p].clock = c;
+            self.pus[p].slice_end = c + self.cfg.slice_ns;
             self.heap.push(Reverse((c.to_bits(), p)));
         }
     }

@@ -366,3 +366,27 @@ fn issue4_kmaf_fig1_ordering_from_a_halo_exchange_stand_in() {
     assert!(ll < rl && rl < lr && lr < rr, "kMAF Fig. 1 ordering");
     assert!(rr - ll > (rr - rl) + (rr - lr), "compounding (000 §3.2)");
 }
+
+#[test]
+fn issue4_every_catalog_machine_simulates() {
+    for name in catalog::names() {
+        let m = catalog::load(name).unwrap();
+        let cpus: Vec<u32> = m.pus().iter().collect();
+        let last = *cpus.last().unwrap();
+        let mut spec = ProcessSpec::new("smoke", DataPolicy::Interleave);
+        for (k, cpu) in [cpus[0], last].into_iter().enumerate() {
+            let ops = (0..2_000u64).map(move |i| {
+                let a = 0x1000_0000 + (i % 500) * 64;
+                Op::Access(if matches!((i + k as u64) % 3, 0) {
+                    Access::write(a)
+                } else {
+                    Access::read(a)
+                })
+            });
+            spec = spec.thread(ThreadSpec::new(format!("t{k}"), cpu, ops));
+        }
+        let r = Simulator::new(&m, SimConfig::default()).spawn_and_run(spec);
+        assert_eq!(r.accesses, 4_000, "{name}");
+        assert!(r.makespan_ns > 0, "{name}");
+    }
+}
