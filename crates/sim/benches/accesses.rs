@@ -1,0 +1,50 @@
+//! Simulated accesses per second on one core, for the cache + memory model (issue 4: goal 20 M/s).
+//! One thread on laso-hpl; three streams: cache-friendly, mixed, and memory-bound (all LLC misses).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use numaff_sim::{Access, DataPolicy, Op, ProcessSpec, SimConfig, Simulator, ThreadSpec};
+
+const N: u64 = 1_000_000;
+
+/// `span` bytes walked at random (xorshift), 1 store in 4.
+fn random_stream(span: u64) -> impl Iterator<Item = Op> + Send {
+    let mut x = 88_172_645_463_325_252u64;
+    (0..N).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let a = 0x1000_0000 + (x % span);
+        Op::Access(if x & 3 == 0 {
+            Access::write(a)
+        } else {
+            Access::read(a)
+        })
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let m = numaff_machine::catalog::load("laso-hpl").expect("catalog machine");
+    let mut g = c.benchmark_group("simulated accesses");
+    g.throughput(Throughput::Elements(N));
+    g.sample_size(10);
+    g.warm_up_time(std::time::Duration::from_secs(1));
+    g.measurement_time(std::time::Duration::from_secs(4));
+    for (name, span) in [
+        ("16 KiB (L1)", 16u64 << 10),
+        ("4 MiB (L3)", 4 << 20),
+        ("1 GiB (memory)", 1 << 30),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let sim = Simulator::new(&m, SimConfig::default());
+                let spec = ProcessSpec::new("bench", DataPolicy::Interleave)
+                    .thread(ThreadSpec::new("t", 0, random_stream(span)));
+                sim.spawn_and_run(spec).makespan_ns
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,148 @@
+//! One set-associative cache instance with true LRU replacement over 64-byte lines, holding a
+//! 2-bit coherence state per line (shared, exclusive, modified) for the simulator's directory.
+
+/// Coherence state of a cached line as the simulator tracks it (MESI without I: absent is invalid).
+pub const SHARED: u8 = 0;
+/// Held by one private domain, clean.
+pub const EXCLUSIVE: u8 = 1;
+/// Held by one private domain, written.
+pub const MODIFIED: u8 = 2;
+
+/// A set-associative LRU cache. Each set is a run of `ways` entries ordered most recently used first;
+/// an entry is `(line + 1) << 2 | state`, 0 for an empty way.
+#[derive(Debug, Clone)]
+pub struct SetAssoc {
+    entries: Vec<u64>,
+    ways: usize,
+    sets: u64,
+    mask: Option<u64>,
+}
+
+impl SetAssoc {
+    /// A cache of `size_bytes` with `line_bytes` lines and `ways` ways (0 or more than the lines
+    /// means fully associative, capped at 32 ways to keep lookups cheap: an approximation).
+    pub fn new(size_bytes: u64, line_bytes: u64, ways: u32) -> Self {
+        let lines = (size_bytes / line_bytes.max(1)).max(1);
+        let mut ways = u64::from(ways);
+        if ways == 0 || ways > lines {
+            ways = lines.min(32);
+        }
+        let sets = (lines / ways).max(1);
+        SetAssoc {
+            entries: vec![0; (sets * ways) as usize],
+            ways: ways as usize,
+            sets,
+            mask: sets.is_power_of_two().then(|| sets - 1),
+        }
+    }
+
+    #[inline]
+    fn set_of(&self, line: u64) -> usize {
+        let s = match self.mask {
+            Some(m) => line & m,
+            None => line % self.sets,
+        };
+        s as usize * self.ways
+    }
+
+    /// Looks a line up; on a hit it becomes most recently used and its state is returned.
+    #[inline]
+    pub fn touch(&mut self, line: u64) -> Option<u8> {
+        let base = self.set_of(line);
+        let tag = line + 1;
+        let set = &mut self.entries[base..base + self.ways];
+        let k = set.iter().position(|&e| e >> 2 == tag)?;
+        let e = set[k];
+        if k > 0 {
+            set.copy_within(0..k, 1);
+            set[0] = e;
+        }
+        Some((e & 3) as u8)
+    }
+
+    /// Inserts a line as most recently used with `state` (or updates it if present); returns the
+    /// line evicted to make room, if any.
+    #[inline]
+    pub fn fill(&mut self, line: u64, state: u8) -> Option<u64> {
+        let base = self.set_of(line);
+        let tag = line + 1;
+        let set = &mut self.entries[base..base + self.ways];
+        let new = tag << 2 | u64::from(state);
+        let (k, evicted) = match set.iter().position(|&e| e >> 2 == tag) {
+            Some(k) => (k, None),
+            None => {
+                let last = set[set.len() - 1];
+                (set.len() - 1, (last != 0).then(|| (last >> 2) - 1))
+            }
+        };
+        set.copy_within(0..k, 1);
+        set[0] = new;
+        evicted
+    }
+
+    /// Sets the state of a present line (no LRU change); false if absent.
+    #[inline]
+    pub fn set_state(&mut self, line: u64, state: u8) -> bool {
+        let base = self.set_of(line);
+        let tag = line + 1;
+        for e in &mut self.entries[base..base + self.ways] {
+            if *e >> 2 == tag {
+                *e = tag << 2 | u64::from(state);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Removes a line (invalidation); true if it was present.
+    #[inline]
+    pub fn remove(&mut self, line: u64) -> bool {
+        let base = self.set_of(line);
+        let tag = line + 1;
+        let set = &mut self.entries[base..base + self.ways];
+        match set.iter().position(|&e| e >> 2 == tag) {
+            Some(k) => {
+                set.copy_within(k + 1.., k);
+                let n = set.len();
+                set[n - 1] = 0;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a line is present (no LRU change).
+    pub fn contains(&self, line: u64) -> bool {
+        let base = self.set_of(line);
+        self.entries[base..base + self.ways]
+            .iter()
+            .any(|&e| e >> 2 == line + 1)
+    }
+
+    /// Ways per set.
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_evicts_least_recently_used_of_a_set() {
+        // 4 lines, 2 ways, 2 sets: lines 0, 2, 4 map to set 0.
+        let mut c = SetAssoc::new(256, 64, 2);
+        assert_eq!(c.fill(0, SHARED), None);
+        assert_eq!(c.fill(2, SHARED), None);
+        assert_eq!(c.touch(0), Some(SHARED)); // 0 is now MRU
+        assert_eq!(c.fill(4, EXCLUSIVE), Some(2));
+        assert!(c.contains(0) && c.contains(4) && !c.contains(2));
+        assert!(c.set_state(4, MODIFIED));
+        assert_eq!(c.touch(4), Some(MODIFIED));
+        assert!(c.remove(0));
+        assert!(!c.contains(0));
+        assert_eq!(c.fill(6, SHARED), None); // the freed way is reused
+        assert_eq!(c.touch(1), None);
+    }
+}

@@ -1,0 +1,23 @@
+//! numaff's simulated NUMA machine (the second Environment of DESIGN.md): per-PU clocks, coherent
+//! set-associative caches, memory controllers and links as queues, pages, samplers, energy.
+//!
+//! Drive it with access streams ([`stream`]): build a [`Simulator`] for a Machine, [`Simulator::spawn`]
+//! programs made of threads that each yield [`Op`]s, then [`Simulator::run`] for a [`Report`], or let
+//! the engine drive it through [`numaff_engine::Environment`]. [`measure()`] is the simulator's own
+//! Memory Latency Checker. Same machine, workload, config and seed give the same report bit for bit.
+
+pub mod cache;
+pub mod config;
+mod env;
+pub mod fabric;
+pub mod measure;
+pub mod report;
+pub mod rng;
+mod sim;
+pub mod stream;
+
+pub use config::{EnergyModel, HwSampling, InducedFaults, SimConfig};
+pub use measure::{measure, Measurement};
+pub use report::{Report, ThreadReport};
+pub use sim::Simulator;
+pub use stream::{Access, DataPolicy, Op, ProcessSpec, ThreadSpec};

@@ -1,0 +1,1242 @@
+//! The simulator core: hardware threads with their own clocks running software threads, private and
+//! shared caches kept coherent by a directory, pages placed by policy, and the memory fabric.
+//!
+//! Timing model. Each PU has a clock; the PU with the earliest clock runs next, for at most
+//! `quantum_ns` past the next PU's clock, so shared queues see requests nearly in time order. A
+//! software thread issues its accesses in order after their compute cycles; independent accesses
+//! overlap up to `mlp` outstanding (in-order retirement: a full window waits for its oldest access),
+//! dependent ones wait for the previous access. An access costs the hit latency of the first cache
+//! level holding the line; a miss of every level costs a cache-to-cache transfer when another core
+//! holds the line modified, else the memory latency from the fabric (with queue waits).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use numaff_engine::{AccessKind, Sample, TaskId};
+use numaff_machine::{CacheKind, CpuSet, Machine};
+
+use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
+use crate::config::{defaults, SimConfig};
+use crate::fabric::{Fabric, LINE};
+use crate::report::{Report, ThreadReport};
+use crate::rng::Rng;
+use crate::stream::{Access, DataPolicy, Op, ProcessSpec};
+
+/// Multiplicative hasher for line and page numbers (FxHash); maps are never iterated, so their order
+/// cannot leak into the figures.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// Bits of a line key holding the line number; the bits above hold the address space.
+const ASID_SHIFT: u32 = 58;
+const LINE_MASK: u64 = (1 << ASID_SHIFT) - 1;
+/// Tracked cache instances that get their own directory bit; more alias (costing only precision).
+const DIR_BITS: usize = 128;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct DirEntry {
+    holders: [u64; 2],
+    /// PU index + 1 of the private domain with exclusive rights, 0 for none.
+    owner: u32,
+    dirty: bool,
+}
+
+#[inline]
+fn and_not(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
+    [a[0] & !b[0], a[1] & !b[1]]
+}
+#[inline]
+fn any(a: [u64; 2]) -> bool {
+    (a[0] | a[1]) != 0
+}
+
+struct CacheInst {
+    cache: SetAssoc,
+    node: usize,
+    /// Directory bit, for the outermost private level and shared levels.
+    bit: Option<usize>,
+    /// Inner private instances kept inclusive in this one (outermost private level only).
+    inner: Vec<usize>,
+}
+
+struct Pu {
+    cpu: u32,
+    node: usize,
+    node_id: u32,
+    path: Vec<usize>,
+    lat: Vec<f64>,
+    n_private: usize,
+    path_bits: [u64; 2],
+    clock: f64,
+    runq: VecDeque<usize>,
+    in_heap: bool,
+    slice_end: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ready,
+    Blocked,
+    Done,
+}
+
+struct Thread {
+    pid: u32,
+    tid: u32,
+    name: String,
+    proc: usize,
+    ops: Box<dyn Iterator<Item = Op> + Send>,
+    pu: usize,
+    allowed: CpuSet,
+    ready_at: f64,
+    state: State,
+    window: VecDeque<f64>,
+    last_done: f64,
+    end: f64,
+    accesses: u64,
+    local: u64,
+    remote: u64,
+    migrations: u64,
+    sample_countdown: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    node: u16,
+    blocked_until: f64,
+    armed: bool,
+}
+
+struct Process {
+    pid: u32,
+    start: f64,
+    policy: DataPolicy,
+    page_shift: u32,
+    pages: FxMap<u64, Page>,
+    /// Present pages in first-touch order (for deterministic iteration).
+    page_list: Vec<u64>,
+    scan_cursor: u64,
+    /// Pages marked for an induced fault; while non-zero every access checks its page.
+    armed: u64,
+    live: usize,
+    waiting: Vec<usize>,
+    barrier_time: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Stats {
+    accesses: u64,
+    probes: [u64; 8],
+    hits: [u64; 8],
+    llc_misses: u64,
+    local: u64,
+    remote: u64,
+    c2c: u64,
+    c2c_remote: u64,
+    invalidations: u64,
+    writebacks: u64,
+    faults: u64,
+    migrations: u64,
+    migration_cost: f64,
+    page_migrations: u64,
+    page_migration_cost: f64,
+    samples: u64,
+}
+
+/// A simulated NUMA machine running simulated programs. Build it with [`Simulator::new`], add
+/// programs with [`Simulator::spawn`], then [`Simulator::run`] to the end (or drive it step by step
+/// through [`numaff_engine::Environment`]).
+pub struct Simulator {
+    pub(crate) machine: Machine,
+    cfg: SimConfig,
+    cycle_ns: f64,
+    pub(crate) fabric: Fabric,
+    caches: Vec<CacheInst>,
+    tracked: Vec<usize>,
+    pus: Vec<Pu>,
+    threads: Vec<Thread>,
+    procs: Vec<Process>,
+    dir: FxMap<u64, DirEntry>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    pub(crate) now: f64,
+    rng: Rng,
+    samples: Vec<Sample>,
+    stats: Stats,
+    mem_nodes: Vec<usize>,
+    next_induced: f64,
+}
+
+impl Simulator {
+    /// A machine at time 0 with empty caches and no programs.
+    pub fn new(machine: &Machine, cfg: SimConfig) -> Self {
+        let fabric = Fabric::new(machine);
+        let freq = machine
+            .frequency_mhz
+            .filter(|&f| f > 0.0)
+            .unwrap_or(defaults::FREQUENCY_MHZ);
+        let cycle_ns = 1e3 / freq;
+        let node_pos = |cpu: u32| {
+            machine
+                .nodes
+                .iter()
+                .position(|n| n.cpus.contains(cpu))
+                .unwrap_or(0)
+        };
+        // Data and unified caches, inner levels first.
+        let mut specs: Vec<&numaff_machine::Cache> = machine
+            .caches
+            .iter()
+            .filter(|c| c.kind != CacheKind::Instruction)
+            .collect();
+        specs.sort_by_key(|c| (c.level, c.cpus.first()));
+        let core_of = |cpu: u32| {
+            machine
+                .cores()
+                .find(|(_, c)| c.pus.contains(cpu))
+                .map(|(_, c)| c.pus.clone())
+        };
+        let mut caches = Vec::new();
+        let mut private = Vec::new();
+        for c in &specs {
+            let ways = c.associativity.unwrap_or(defaults::ASSOCIATIVITY);
+            let first = c.cpus.first().unwrap_or(0);
+            let is_private = core_of(first).is_some_and(|core| c.cpus.is_subset(&core));
+            private.push(is_private);
+            caches.push(CacheInst {
+                cache: SetAssoc::new(c.size_bytes, u64::from(c.line_bytes.max(1)), ways),
+                node: node_pos(first),
+                bit: None,
+                inner: Vec::new(),
+            });
+        }
+        let mut pus = Vec::new();
+        for cpu in machine.pus().iter() {
+            let node = node_pos(cpu);
+            let path: Vec<usize> = (0..specs.len())
+                .filter(|&k| specs[k].cpus.contains(cpu))
+                .collect();
+            let lat = path
+                .iter()
+                .map(|&k| {
+                    let level = usize::from(specs[k].level).min(4);
+                    specs[k]
+                        .latency_cycles
+                        .unwrap_or(defaults::CACHE_LATENCY_CYCLES[level])
+                        * cycle_ns
+                })
+                .collect();
+            let n_private = path.iter().take_while(|&&k| private[k]).count();
+            pus.push(Pu {
+                cpu,
+                node,
+                node_id: machine.nodes.get(node).map(|n| n.id).unwrap_or(0),
+                path,
+                lat,
+                n_private,
+                path_bits: [0; 2],
+                clock: 0.0,
+                runq: VecDeque::new(),
+                in_heap: false,
+                slice_end: 0.0,
+            });
+        }
+        // Directory bits: the outermost private instance of each path and every shared instance.
+        let mut tracked = Vec::new();
+        for pu in &pus {
+            for (pos, &k) in pu.path.iter().enumerate() {
+                let track = pos + 1 == pu.n_private || pos >= pu.n_private;
+                if track && caches[k].bit.is_none() {
+                    caches[k].bit = Some(tracked.len() % DIR_BITS);
+                    tracked.push(k);
+                }
+                if pos + 1 == pu.n_private {
+                    for &inner in &pu.path[..pos] {
+                        if !caches[k].inner.contains(&inner) {
+                            caches[k].inner.push(inner);
+                        }
+                    }
+                }
+            }
+        }
+        for pu in &mut pus {
+            for &k in &pu.path {
+                if let Some(b) = caches[k].bit {
+                    pu.path_bits[b / 64] |= 1 << (b % 64);
+                }
+            }
+        }
+        let mut mem_nodes: Vec<usize> = (0..machine.nodes.len())
+            .filter(|&i| machine.nodes[i].memory_bytes > 0)
+            .collect();
+        if mem_nodes.is_empty() {
+            mem_nodes = (0..fabric.nodes()).collect();
+        }
+        let next_induced = cfg
+            .induced_faults
+            .as_ref()
+            .map(|f| f.interval_ns as f64)
+            .unwrap_or(f64::INFINITY);
+        Simulator {
+            machine: machine.clone(),
+            rng: Rng::new(cfg.seed),
+            cfg,
+            cycle_ns,
+            fabric,
+            caches,
+            tracked,
+            pus,
+            threads: Vec::new(),
+            procs: Vec::new(),
+            dir: FxMap::default(),
+            heap: BinaryHeap::new(),
+            now: 0.0,
+            samples: Vec::new(),
+            stats: Stats::default(),
+            mem_nodes,
+            next_induced,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// Adds a program; its threads start on the PUs their specs name. Returns its pid. Fails when
+    /// a thread names a cpu the machine does not have, or a policy names a node it does not have.
+    pub fn spawn(&mut self, spec: ProcessSpec) -> Result<u32, String> {
+        let pid = 1000 + 100 * self.procs.len() as u32;
+        let pi = self.procs.len();
+        if pi as u64 >= 1 << (64 - ASID_SHIFT) {
+            return Err("too many processes for the simulator (64 at most)".into());
+        }
+        let node_ok = |id: u32| self.machine.node_index(id).is_some();
+        match &spec.data_policy {
+            DataPolicy::Bind(n) if !node_ok(*n) => return Err(format!("no node {n}")),
+            DataPolicy::Explicit(m) => {
+                if let Some((_, n)) = m.iter().find(|(_, n)| !node_ok(**n)) {
+                    return Err(format!("no node {n}"));
+                }
+            }
+            _ => {}
+        }
+        let page_shift = if spec.huge_pages {
+            21
+        } else {
+            self.machine.page_size.max(4096).trailing_zeros()
+        };
+        let start = spec.start_ns as f64;
+        let n = spec.threads.len();
+        for (k, t) in spec.threads.into_iter().enumerate() {
+            let p = self
+                .pus
+                .iter()
+                .position(|pu| pu.cpu == t.cpu)
+                .ok_or_else(|| format!("thread {}: no cpu {} on this machine", t.name, t.cpu))?;
+            let ti = self.threads.len();
+            let mut allowed = CpuSet::new();
+            allowed.insert(t.cpu);
+            let countdown = self.next_sample_gap();
+            self.threads.push(Thread {
+                pid,
+                tid: pid + k as u32,
+                name: t.name,
+                proc: pi,
+                ops: t.ops,
+                pu: p,
+                allowed,
+                ready_at: start,
+                state: State::Ready,
+                window: VecDeque::with_capacity(self.cfg.mlp.max(1)),
+                last_done: start,
+                end: start,
+                accesses: 0,
+                local: 0,
+                remote: 0,
+                migrations: 0,
+                sample_countdown: countdown,
+            });
+            self.enqueue(ti, p);
+        }
+        self.procs.push(Process {
+            pid,
+            start,
+            policy: spec.data_policy,
+            page_shift,
+            pages: FxMap::default(),
+            page_list: Vec::new(),
+            scan_cursor: u64::MAX,
+            armed: 0,
+            live: n,
+            waiting: Vec::new(),
+            barrier_time: 0.0,
+        });
+        Ok(pid)
+    }
+
+    /// Places the pages covering `[vaddr, vaddr + len)` of process `pid` on node `node` without
+    /// simulating their first touch (data initialised before the region of interest, as a
+    /// benchmark's setup phase). Pages already present move there at no cost.
+    pub fn place(&mut self, pid: u32, vaddr: u64, len: u64, node: u32) -> Result<(), String> {
+        let pi = self
+            .proc_index(pid)
+            .ok_or_else(|| format!("no process {pid}"))?;
+        let ni = self
+            .machine
+            .node_index(node)
+            .ok_or_else(|| format!("no node {node}"))?;
+        let proc = &mut self.procs[pi];
+        let first = vaddr >> proc.page_shift;
+        let last = (vaddr + len.max(1) - 1) >> proc.page_shift;
+        for vp in first..=last {
+            match proc.pages.get_mut(&vp) {
+                Some(pg) => pg.node = ni as u16,
+                None => {
+                    proc.pages.insert(
+                        vp,
+                        Page {
+                            node: ni as u16,
+                            blocked_until: 0.0,
+                            armed: false,
+                        },
+                    );
+                    proc.page_list.push(vp);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn proc_index(&self, pid: u32) -> Option<usize> {
+        self.procs.iter().position(|p| p.pid == pid)
+    }
+
+    fn next_sample_gap(&mut self) -> u64 {
+        match &self.cfg.hw_sampling {
+            None => u64::MAX,
+            Some(s) => {
+                let p = s.period.max(1) as f64;
+                let j = s.jitter.clamp(0.0, 1.0);
+                let f = 1.0 + j * (2.0 * self.rng.unit() - 1.0);
+                ((p * f).round() as u64).max(1)
+            }
+        }
+    }
+
+    fn enqueue(&mut self, ti: usize, p: usize) {
+        self.pus[p].runq.push_back(ti);
+        if !self.pus[p].in_heap {
+            self.pus[p].in_heap = true;
+            // An idle PU's clock catches up with the present.
+            let c = self.pus[p].clock.max(self.now);
+            self.pus[p].clock = c;
+            self.pus[p].slice_end = c + self.cfg.slice_ns;
+            self.heap.push(Reverse((c.to_bits(), p)));
+        }
+    }
+
+    /// Spawns one program and runs to the end (the common case of a single-program experiment).
+    /// A program that cannot be spawned (a cpu or node the machine lacks) gives an empty run; use
+    /// [`Simulator::spawn`] to see the error.
+    pub fn spawn_and_run(mut self, spec: ProcessSpec) -> Report {
+        let _ = self.spawn(spec);
+        self.run()
+    }
+
+    /// Runs until every thread has finished; returns the report.
+    pub fn run(&mut self) -> Report {
+        self.run_until(f64::INFINITY);
+        self.report()
+    }
+
+    /// Whether every thread has finished.
+    pub fn all_done(&self) -> bool {
+        self.threads.iter().all(|t| t.state == State::Done)
+    }
+
+    /// Simulates until every PU's clock has reached `limit` ns (or nothing is left to run).
+    pub(crate) fn run_until(&mut self, limit: f64) {
+        while let Some(Reverse((bits, p))) = self.heap.pop() {
+            let clock = f64::from_bits(bits);
+            if clock >= limit {
+                self.heap.push(Reverse((bits, p)));
+                break;
+            }
+            if clock >= self.next_induced {
+                self.heap.push(Reverse((bits, p)));
+                self.induce_faults();
+                continue;
+            }
+            let next = self
+                .heap
+                .peek()
+                .map(|Reverse((b, _))| f64::from_bits(*b))
+                .unwrap_or(f64::INFINITY);
+            let horizon = (next + self.cfg.quantum_ns)
+                .min(limit)
+                .min(self.next_induced);
+            self.run_pu(p, horizon);
+            if self.pus[p].runq.is_empty() {
+                self.pus[p].in_heap = false;
+            } else {
+                self.heap.push(Reverse((self.pus[p].clock.to_bits(), p)));
+            }
+        }
+        if limit.is_finite() {
+            self.now = self.now.max(limit);
+        } else {
+            let end = self.threads.iter().map(|t| t.end).fold(self.now, f64::max);
+            self.now = end;
+        }
+    }
+
+    fn induce_faults(&mut self) {
+        let Some(cfg) = self.cfg.induced_faults.clone() else {
+            self.next_induced = f64::INFINITY;
+            return;
+        };
+        for pi in 0..self.procs.len() {
+            let n = self.procs[pi].page_list.len() as u64;
+            let k = (n as f64 * cfg.fraction.clamp(0.0, 1.0)).round() as u64;
+            for _ in 0..k {
+                let i = if cfg.scan {
+                    self.procs[pi].scan_cursor = self.procs[pi].scan_cursor.wrapping_add(1) % n;
+                    self.procs[pi].scan_cursor as usize
+                } else {
+                    self.rng.below(n) as usize
+                };
+                let vp = self.procs[pi].page_list[i];
+                if let Some(pg) = self.procs[pi].pages.get_mut(&vp) {
+                    if !pg.armed {
+                        pg.armed = true;
+                        self.procs[pi].armed += 1;
+                    }
+                }
+            }
+        }
+        self.next_induced += cfg.interval_ns.max(1) as f64;
+    }
+
+    /// The thread to run next on PU `p`, handling time slices; None when its run queue is empty.
+    fn pick(&mut self, p: usize) -> Option<usize> {
+        let slice = self.cfg.slice_ns;
+        let cs = self.cfg.context_switch_ns;
+        let pu = &mut self.pus[p];
+        let front = *pu.runq.front()?;
+        if pu.runq.len() > 1 && pu.clock >= pu.slice_end {
+            let th = &mut self.threads[front];
+            let drained = th.window.iter().copied().fold(pu.clock, f64::max);
+            th.window.clear();
+            pu.clock = drained + cs;
+            pu.runq.rotate_left(1);
+            pu.slice_end = pu.clock + slice;
+        } else if pu.runq.len() == 1 {
+            pu.slice_end = pu.clock + slice;
+        }
+        let threads = &self.threads;
+        let k = pu
+            .runq
+            .iter()
+            .position(|&t| threads[t].ready_at <= pu.clock);
+        match k {
+            Some(k) => {
+                pu.runq.rotate_left(k);
+            }
+            None => {
+                let (k, at) = pu
+                    .runq
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &t)| (k, threads[t].ready_at))
+                    .fold((0, f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a });
+                pu.runq.rotate_left(k);
+                pu.clock = at;
+                pu.slice_end = at + slice;
+            }
+        }
+        pu.runq.front().copied()
+    }
+
+    fn run_pu(&mut self, p: usize, horizon: f64) {
+        loop {
+            let Some(ti) = self.pick(p) else { return };
+            // Run this thread until the horizon, its slice's end (when others wait), or it stops.
+            let shared = self.pus[p].runq.len() > 1;
+            loop {
+                let clock = self.pus[p].clock;
+                if clock > horizon {
+                    return;
+                }
+                if shared && clock >= self.pus[p].slice_end {
+                    break;
+                }
+                match self.threads[ti].ops.next() {
+                    None => {
+                        self.finish(ti, p);
+                        break;
+                    }
+                    Some(Op::Compute(c)) => self.pus[p].clock += c as f64 * self.cycle_ns,
+                    Some(Op::Barrier) => {
+                        self.barrier(ti, p);
+                        break;
+                    }
+                    Some(Op::Access(a)) => self.step(ti, p, a),
+                }
+            }
+        }
+    }
+
+    fn drain(&mut self, ti: usize, p: usize) -> f64 {
+        let th = &mut self.threads[ti];
+        let t = th.window.iter().copied().fold(self.pus[p].clock, f64::max);
+        th.window.clear();
+        self.pus[p].clock = t;
+        t
+    }
+
+    fn finish(&mut self, ti: usize, p: usize) {
+        let t = self.drain(ti, p);
+        let th = &mut self.threads[ti];
+        th.end = t;
+        th.state = State::Done;
+        self.pus[p].runq.retain(|&x| x != ti);
+        let pi = th.proc;
+        self.procs[pi].live -= 1;
+        self.check_barrier(pi);
+    }
+
+    fn barrier(&mut self, ti: usize, p: usize) {
+        let t = self.drain(ti, p);
+        self.threads[ti].state = State::Blocked;
+        self.pus[p].runq.retain(|&x| x != ti);
+        let pi = self.threads[ti].proc;
+        let pr = &mut self.procs[pi];
+        pr.barrier_time = pr.barrier_time.max(t);
+        pr.waiting.push(ti);
+        self.check_barrier(pi);
+    }
+
+    fn check_barrier(&mut self, pi: usize) {
+        let pr = &mut self.procs[pi];
+        if pr.waiting.is_empty() || pr.waiting.len() < pr.live {
+            return;
+        }
+        let t = pr.barrier_time;
+        let waiting = std::mem::take(&mut pr.waiting);
+        pr.barrier_time = 0.0;
+        for ti in waiting {
+            let th = &mut self.threads[ti];
+            th.state = State::Ready;
+            th.ready_at = t;
+            let p = th.pu;
+            self.enqueue(ti, p);
+        }
+    }
+
+    fn step(&mut self, ti: usize, p: usize, a: Access) {
+        let mlp = self.cfg.mlp.max(1);
+        let th = &mut self.threads[ti];
+        let mut t = self.pus[p].clock
+            + (f64::from(a.compute_cycles) + self.cfg.issue_cycles) * self.cycle_ns;
+        if a.dependent {
+            t = t.max(th.last_done);
+        }
+        if th.window.len() >= mlp {
+            if let Some(o) = th.window.pop_front() {
+                t = t.max(o);
+            }
+        }
+        th.accesses += 1;
+        let pi = th.proc;
+        let induced = if self.procs[pi].armed > 0 {
+            self.induced_fault(ti, p, t, a.vaddr)
+        } else {
+            0.0
+        };
+        let (lat, mut stall) = self.access(ti, p, t, a);
+        stall += induced;
+        if stall > 0.0 {
+            self.pus[p].clock = t;
+            t = self.drain(ti, p) + stall;
+        }
+        let done = t + lat;
+        let th = &mut self.threads[ti];
+        th.window.push_back(done);
+        th.last_done = done;
+        self.pus[p].clock = t;
+        if th.sample_countdown != u64::MAX {
+            th.sample_countdown -= 1;
+            if th.sample_countdown == 0 {
+                self.hw_sample(ti, p, t, lat, a);
+            }
+        }
+    }
+
+    /// An access to a page marked by the induced-fault sampler faults: one `Fault` sample, and the
+    /// cost as a stall. Returns the stall.
+    fn induced_fault(&mut self, ti: usize, p: usize, t: f64, vaddr: u64) -> f64 {
+        let pi = self.threads[ti].proc;
+        let pr = &mut self.procs[pi];
+        let Some(pg) = pr.pages.get_mut(&(vaddr >> pr.page_shift)) else {
+            return 0.0;
+        };
+        if !pg.armed {
+            return 0.0;
+        }
+        pg.armed = false;
+        pr.armed -= 1;
+        let th = &self.threads[ti];
+        self.samples.push(Sample {
+            time_ns: t as u64,
+            pid: th.pid,
+            tid: th.tid,
+            cpu: self.pus[p].cpu,
+            node: self.pus[p].node_id,
+            vaddr,
+            kind: AccessKind::Fault,
+            latency_ns: None,
+        });
+        self.stats.samples += 1;
+        self.cfg
+            .induced_faults
+            .as_ref()
+            .map(|f| f.cost_ns)
+            .unwrap_or(0.0)
+    }
+
+    fn hw_sample(&mut self, ti: usize, p: usize, t: f64, lat: f64, a: Access) {
+        let gap = self.next_sample_gap();
+        self.threads[ti].sample_countdown = gap;
+        let Some(s) = &self.cfg.hw_sampling else {
+            return;
+        };
+        if lat < s.min_latency_ns {
+            return;
+        }
+        let cost = s.cost_ns;
+        let th = &self.threads[ti];
+        self.samples.push(Sample {
+            time_ns: t as u64,
+            pid: th.pid,
+            tid: th.tid,
+            cpu: self.pus[p].cpu,
+            node: self.pus[p].node_id,
+            vaddr: a.vaddr,
+            kind: if a.write {
+                AccessKind::Store
+            } else {
+                AccessKind::Load
+            },
+            latency_ns: Some(lat),
+        });
+        self.stats.samples += 1;
+        self.pus[p].clock += cost;
+    }
+
+    /// One access through the cache hierarchy: (latency, stall before it such as a page fault).
+    #[inline]
+    fn access(&mut self, ti: usize, p: usize, t: f64, a: Access) -> (f64, f64) {
+        let key = ((self.threads[ti].proc as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
+        self.stats.accesses += 1;
+        let pu = &self.pus[p];
+        let mut hit = None;
+        for (pos, &k) in pu.path.iter().enumerate() {
+            self.stats.probes[pos.min(7)] += 1;
+            if let Some(st) = self.caches[k].cache.touch(key) {
+                hit = Some((pos, st));
+                break;
+            }
+        }
+        if let Some((pos, st)) = hit {
+            self.stats.hits[pos.min(7)] += 1;
+            let lat = pu.lat[pos];
+            if !a.write && pos < pu.n_private {
+                for q in 0..pos {
+                    let k = self.pus[p].path[q];
+                    self.caches[k].cache.fill(key, SHARED);
+                }
+                return (lat, 0.0);
+            }
+            if a.write && pos == 0 && st == MODIFIED {
+                return (lat, 0.0);
+            }
+            if a.write && pos == 0 && st == EXCLUSIVE {
+                if let Some(e) = self.dir.get_mut(&key) {
+                    e.dirty = true;
+                }
+                self.caches[self.pus[p].path[0]]
+                    .cache
+                    .set_state(key, MODIFIED);
+                return (lat, 0.0);
+            }
+        }
+        self.coherent(ti, p, key, t, a.write, hit.map(|h| h.0))
+    }
+
+    fn coherent(
+        &mut self,
+        ti: usize,
+        p: usize,
+        key: u64,
+        t: f64,
+        write: bool,
+        hit: Option<usize>,
+    ) -> (f64, f64) {
+        let e = self.dir.get(&key).copied().unwrap_or_default();
+        let node = self.pus[p].node;
+        let path_bits = self.pus[p].path_bits;
+        let others = and_not(e.holders, path_bits);
+        let owner = (e.owner as usize).checked_sub(1);
+        let owner_other =
+            owner.filter(|&o| o != p && any(and_not(self.pus[o].path_bits, path_bits)));
+        let mut stall = 0.0;
+        let mut lat;
+        match (owner_other, e.dirty) {
+            (Some(o), true) => {
+                let on = self.pus[o].node;
+                lat = if on == node {
+                    self.cfg.c2c_local_ns
+                } else {
+                    self.stats.c2c_remote += 1;
+                    self.fabric.latency(node, on) + self.fabric.occupy_route(t, on, node)
+                };
+                self.stats.c2c += 1;
+                if hit.is_none() {
+                    self.stats.llc_misses += 1;
+                }
+                if !write {
+                    self.writeback(key, on, t);
+                }
+            }
+            _ => match hit {
+                Some(pos) => lat = self.pus[p].lat[pos],
+                None => {
+                    self.stats.llc_misses += 1;
+                    let (l, s) = self.memory(ti, p, key, t);
+                    lat = l;
+                    stall = s;
+                }
+            },
+        }
+        let mut ne = e;
+        let upto;
+        let l1_state;
+        if write {
+            let mut far: f64 = 0.0;
+            for (w, &word) in others.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let b = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let mut k = b;
+                    while k < self.tracked.len() {
+                        let inst = self.tracked[k];
+                        if self.caches[inst].cache.remove(key) {
+                            self.stats.invalidations += 1;
+                            let n = self.caches[inst].node;
+                            if n != node {
+                                far = far.max(self.fabric.latency(node, n));
+                            } else {
+                                far = far.max(self.cfg.c2c_local_ns);
+                            }
+                        }
+                        for q in 0..self.caches[inst].inner.len() {
+                            let inner = self.caches[inst].inner[q];
+                            self.caches[inner].cache.remove(key);
+                        }
+                        k += DIR_BITS;
+                    }
+                }
+            }
+            if hit.is_some() && owner_other.is_none() {
+                lat = lat.max(far);
+            }
+            ne.holders = path_bits;
+            ne.owner = p as u32 + 1;
+            ne.dirty = true;
+            upto = hit.unwrap_or(self.pus[p].path.len()).max(1);
+            l1_state = MODIFIED;
+        } else {
+            if let Some(o) = owner_other {
+                if let Some(&k) = self.pus[o].path.first() {
+                    self.caches[k].cache.set_state(key, SHARED);
+                }
+                ne.owner = 0;
+                ne.dirty = false;
+            }
+            let alone = !any(others);
+            for (h, b) in ne.holders.iter_mut().zip(path_bits) {
+                *h |= b;
+            }
+            l1_state = if alone {
+                let mine = ne.owner as usize == p + 1;
+                let st = if mine && ne.dirty {
+                    MODIFIED
+                } else {
+                    EXCLUSIVE
+                };
+                if !mine {
+                    ne.dirty = false;
+                }
+                ne.owner = p as u32 + 1;
+                st
+            } else {
+                SHARED
+            };
+            upto = hit.unwrap_or(self.pus[p].path.len());
+        }
+        self.dir.insert(key, ne);
+        for pos in 0..upto.min(self.pus[p].path.len()) {
+            let k = self.pus[p].path[pos];
+            let st = if pos == 0 { l1_state } else { SHARED };
+            if let Some(ev) = self.caches[k].cache.fill(key, st) {
+                self.evicted(k, ev, t);
+            }
+        }
+        (lat, stall)
+    }
+
+    fn evicted(&mut self, k: usize, line: u64, t: f64) {
+        for q in 0..self.caches[k].inner.len() {
+            let inner = self.caches[k].inner[q];
+            self.caches[inner].cache.remove(line);
+        }
+        let Some(b) = self.caches[k].bit else { return };
+        let Some(e) = self.dir.get_mut(&line) else {
+            return;
+        };
+        e.holders[b / 64] &= !(1 << (b % 64));
+        let mut wb = None;
+        if let Some(o) = (e.owner as usize).checked_sub(1) {
+            let ob = self.pus[o].path_bits;
+            let still = (0..2).any(|w| e.holders[w] & ob[w] != 0);
+            if !still {
+                if e.dirty {
+                    wb = Some(self.pus[o].node);
+                }
+                e.owner = 0;
+                e.dirty = false;
+            }
+        }
+        if !any(e.holders) {
+            self.dir.remove(&line);
+        }
+        if let Some(n) = wb {
+            self.writeback(line, n, t);
+        }
+    }
+
+    /// A dirty line goes back to its home memory from node `from` (occupies queues; nobody waits).
+    fn writeback(&mut self, key: u64, from: usize, t: f64) {
+        let pi = (key >> ASID_SHIFT) as usize;
+        let Some(pr) = self.procs.get(pi) else { return };
+        let vp = ((key & LINE_MASK) << 6) >> pr.page_shift;
+        let Some(pg) = pr.pages.get(&vp) else { return };
+        let home = usize::from(pg.node);
+        self.stats.writebacks += 1;
+        // Writebacks occupy the queues (so reads behind them wait) but nobody waits for them: their
+        // own waits are not counted as IMC or link queueing.
+        let (mc, link) = (self.fabric.mc_wait_ns, self.fabric.link_wait_ns);
+        self.fabric.occupy_route(t, from, home);
+        self.fabric.occupy_mc(t, home);
+        (self.fabric.mc_wait_ns, self.fabric.link_wait_ns) = (mc, link);
+    }
+
+    /// A line from memory: page lookup (first touch, induced fault, migration in progress), then the
+    /// fabric. Returns (latency, stall before the access).
+    fn memory(&mut self, ti: usize, p: usize, key: u64, t: f64) -> (f64, f64) {
+        let pi = self.threads[ti].proc;
+        let node = self.pus[p].node;
+        let pr = &mut self.procs[pi];
+        let vaddr = (key & LINE_MASK) << 6;
+        let vp = vaddr >> pr.page_shift;
+        let mut stall = 0.0;
+        let mut fault = false;
+        let home = match pr.pages.get_mut(&vp) {
+            Some(pg) => {
+                if pg.blocked_until > t {
+                    stall += pg.blocked_until - t;
+                }
+                usize::from(pg.node)
+            }
+            None => {
+                let n_mem = self.mem_nodes.len() as u64;
+                let home = match &pr.policy {
+                    DataPolicy::FirstTouch => node,
+                    DataPolicy::Interleave => self.mem_nodes[(vp % n_mem.max(1)) as usize],
+                    DataPolicy::Bind(id) => self.machine.node_index(*id).unwrap_or(node),
+                    DataPolicy::Explicit(m) => m
+                        .get(&vp)
+                        .and_then(|id| self.machine.node_index(*id))
+                        .unwrap_or(node),
+                };
+                pr.pages.insert(
+                    vp,
+                    Page {
+                        node: home as u16,
+                        blocked_until: 0.0,
+                        armed: false,
+                    },
+                );
+                pr.page_list.push(vp);
+                self.stats.faults += 1;
+                stall += if pr.page_shift >= 21 {
+                    self.cfg.huge_fault_ns
+                } else {
+                    self.cfg.fault_ns
+                };
+                fault = self.cfg.first_touch_samples;
+                home
+            }
+        };
+        if fault {
+            let th = &self.threads[ti];
+            self.samples.push(Sample {
+                time_ns: t as u64,
+                pid: th.pid,
+                tid: th.tid,
+                cpu: self.pus[p].cpu,
+                node: self.pus[p].node_id,
+                vaddr,
+                kind: AccessKind::Fault,
+                latency_ns: None,
+            });
+            self.stats.samples += 1;
+        }
+        let lat = self.fabric.read(t + stall, node, home);
+        let th = &mut self.threads[ti];
+        if home == node {
+            self.stats.local += 1;
+            th.local += 1;
+        } else {
+            self.stats.remote += 1;
+            th.remote += 1;
+        }
+        (lat, stall)
+    }
+
+    /// The figures so far.
+    pub fn report(&self) -> Report {
+        let s = &self.stats;
+        let makespan = self.threads.iter().map(|t| t.end).fold(0.0, f64::max);
+        let threads: Vec<ThreadReport> = self
+            .threads
+            .iter()
+            .map(|t| {
+                let start = self.procs[t.proc].start;
+                let end = if t.state == State::Done {
+                    t.end
+                } else {
+                    self.now.max(start)
+                };
+                ThreadReport {
+                    pid: t.pid,
+                    tid: t.tid,
+                    name: t.name.clone(),
+                    cpu: self.pus[t.pu].cpu,
+                    start_ns: start as u64,
+                    end_ns: end as u64,
+                    time_ns: (end - start).max(0.0) as u64,
+                    accesses: t.accesses,
+                    local_accesses: t.local,
+                    remote_accesses: t.remote,
+                    migrations: t.migrations,
+                }
+            })
+            .collect();
+        let levels = self.pus.iter().map(|p| p.path.len()).max().unwrap_or(0);
+        let em = &self.cfg.energy;
+        let secs = makespan * 1e-9;
+        let mut dynamic_nj = 0.0;
+        for (pos, &n) in s.probes.iter().enumerate().take(levels) {
+            let e = match pos {
+                0 => em.l1_nj,
+                1 if levels > 2 => em.l2_nj,
+                _ => em.llc_nj,
+            };
+            dynamic_nj += n as f64 * e;
+        }
+        let dram_lines: u64 = self.fabric.mc_lines.iter().sum();
+        dynamic_nj += dram_lines as f64 * em.dram_line_nj;
+        dynamic_nj += (self.fabric.link_bytes as f64 / LINE) * em.link_line_nj;
+        let energy_j = secs
+            * (em.static_w_per_package * self.machine.packages.len().max(1) as f64
+                + em.static_w_per_node * self.machine.nodes.len().max(1) as f64)
+            + dynamic_nj * 1e-9;
+        Report {
+            machine: self.machine.name.clone(),
+            seed: self.cfg.seed,
+            makespan_ns: makespan as u64,
+            accesses: s.accesses,
+            cache_hits: s.hits[..levels.min(8)].to_vec(),
+            llc_misses: s.llc_misses,
+            local_accesses: s.local,
+            remote_accesses: s.remote,
+            imc_queue_ns: self.fabric.mc_wait_ns,
+            link_queue_ns: self.fabric.link_wait_ns,
+            interconnect_bytes: self.fabric.link_bytes,
+            c2c_transfers: s.c2c,
+            c2c_remote: s.c2c_remote,
+            invalidations: s.invalidations,
+            writebacks: s.writebacks,
+            page_faults: s.faults,
+            migrations: s.migrations,
+            migration_cost_ns: s.migration_cost,
+            page_migrations: s.page_migrations,
+            page_migration_cost_ns: s.page_migration_cost,
+            samples: s.samples,
+            energy_j,
+            threads,
+        }
+    }
+
+    // ---- Environment support (crate::env) ----
+
+    pub(crate) fn task_list(&self) -> Vec<numaff_engine::Task> {
+        let mut v: Vec<numaff_engine::Task> = self
+            .threads
+            .iter()
+            .filter(|t| t.state != State::Done && self.procs[t.proc].start <= self.now)
+            .map(|t| numaff_engine::Task {
+                id: TaskId {
+                    pid: t.pid,
+                    tid: t.tid,
+                },
+                cpu: Some(self.pus[t.pu].cpu),
+                allowed: t.allowed.clone(),
+                name: t.name.clone(),
+            })
+            .collect();
+        v.sort_by_key(|t| t.id);
+        v
+    }
+
+    pub(crate) fn take_samples(&mut self, out: &mut Vec<Sample>) -> usize {
+        let n = self.samples.len();
+        out.append(&mut self.samples);
+        n
+    }
+
+    pub(crate) fn page_node(&self, pi: usize, vaddr: u64) -> Option<u32> {
+        let pr = &self.procs[pi];
+        pr.pages
+            .get(&(vaddr >> pr.page_shift))
+            .map(|pg| self.machine.nodes[usize::from(pg.node)].id)
+    }
+
+    /// Moves thread `task` onto the least loaded PU of `cpus` (staying put if it already runs in
+    /// `cpus`). Returns (from cpu, to cpu, cost ns), or None when no such live thread.
+    pub(crate) fn migrate_thread(
+        &mut self,
+        task: TaskId,
+        cpus: &CpuSet,
+    ) -> Option<Result<(u32, u32, f64), ()>> {
+        let ti = self
+            .threads
+            .iter()
+            .position(|t| t.pid == task.pid && t.tid == task.tid && t.state != State::Done)?;
+        let from = self.threads[ti].pu;
+        let from_cpu = self.pus[from].cpu;
+        self.threads[ti].allowed = cpus.clone();
+        if cpus.contains(from_cpu) {
+            return Some(Ok((from_cpu, from_cpu, 0.0)));
+        }
+        let Some(to) = (0..self.pus.len())
+            .filter(|&p| cpus.contains(self.pus[p].cpu))
+            .min_by_key(|&p| (self.pus[p].runq.len(), p))
+        else {
+            return Some(Err(()));
+        };
+        let cost = self.cfg.thread_migration_ns;
+        let now = self.now;
+        let th = &mut self.threads[ti];
+        let drained = th.window.iter().copied().fold(now, f64::max);
+        th.window.clear();
+        th.pu = to;
+        th.migrations += 1;
+        th.ready_at = th.ready_at.max(drained) + cost;
+        self.stats.migrations += 1;
+        self.stats.migration_cost += cost;
+        if self.threads[ti].state == State::Ready {
+            self.pus[from].runq.retain(|&x| x != ti);
+            self.enqueue(ti, to);
+        }
+        Some(Ok((from_cpu, self.pus[to].cpu, cost)))
+    }
+
+    /// Moves pages of process `pi` to node position `ni`; see [`numaff_engine::Environment::move_pages`].
+    pub(crate) fn migrate_pages(
+        &mut self,
+        pi: usize,
+        vaddrs: &[u64],
+        ni: usize,
+    ) -> numaff_engine::PageMove {
+        let mut out = numaff_engine::PageMove {
+            requested: vaddrs.len(),
+            moved: 0,
+            bytes: 0,
+            failed: Vec::new(),
+            cost_ns: self.cfg.migration_call_ns,
+        };
+        let mut t = self.now + self.cfg.migration_call_ns;
+        let shift = self.procs[pi].page_shift;
+        let lines = (1u64 << shift) / LINE as u64;
+        for &va in vaddrs {
+            let vp = va >> shift;
+            let Some(pg) = self.procs[pi].pages.get(&vp).copied() else {
+                out.failed
+                    .push((va, numaff_engine::PageMoveFailure::NotPresent));
+                continue;
+            };
+            if usize::from(pg.node) == ni {
+                out.moved += 1;
+                continue;
+            }
+            if pg.blocked_until > self.now {
+                out.failed.push((va, numaff_engine::PageMoveFailure::Busy));
+                continue;
+            }
+            let done =
+                self.fabric.copy(t, usize::from(pg.node), ni, lines) + self.cfg.migration_page_ns;
+            t = done;
+            if let Some(pg) = self.procs[pi].pages.get_mut(&vp) {
+                pg.node = ni as u16;
+                pg.blocked_until = done;
+            }
+            out.moved += 1;
+            out.bytes += 1 << shift;
+            self.stats.page_migrations += 1;
+        }
+        out.cost_ns = t - self.now;
+        self.stats.page_migration_cost += out.cost_ns;
+        out
+    }
+
+    /// Lines in the directory (for tests of its bookkeeping).
+    pub fn directory_len(&self) -> usize {
+        self.dir.len()
+    }
+
+    /// The processes' pids in spawn order.
+    pub fn pids(&self) -> Vec<u32> {
+        self.procs.iter().map(|p| p.pid).collect()
+    }
+}
