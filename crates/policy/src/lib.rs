@@ -4,8 +4,10 @@
 pub mod baselines;
 pub mod comm;
 pub mod deloc;
+pub mod export;
 pub mod hier;
 pub mod imar;
+pub mod mapping;
 pub mod quality;
 pub mod tree;
 
