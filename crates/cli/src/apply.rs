@@ -32,6 +32,10 @@ pub struct ApplyArgs {
     /// Do not follow child processes.
     #[arg(long)]
     no_children: bool,
+    /// Look for new child processes every N-th poll only (reading every thread's
+    /// /proc/PID/task/TID/children is most of a poll's cost for programs with many threads).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    children_every: u32,
     /// Print every thread as it is pinned (on stderr).
     #[arg(long, short = 'v')]
     verbose: bool,
@@ -121,6 +125,7 @@ pub fn run(args: &ApplyArgs) -> Result<u8> {
     let pid = child.id() as i32;
     let mut follower = Follower::new(pid, slots, skip, allowed);
     follower.follow_children(!args.no_children);
+    follower.children_every(args.children_every);
     let interval = Duration::from_secs_f64(args.interval / 1000.0);
     let start = Instant::now();
     let mut warned_beyond = false;

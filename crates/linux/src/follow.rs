@@ -117,6 +117,8 @@ pub struct Follower {
     created: usize,
     next_slot: usize,
     follow_children: bool,
+    children_every: u32,
+    polls: u64,
 }
 
 impl Follower {
@@ -133,12 +135,23 @@ impl Follower {
             created: 0,
             next_slot: 0,
             follow_children: true,
+            children_every: 1,
+            polls: 0,
         }
     }
 
     /// Whether to follow child processes (default: yes).
     pub fn follow_children(&mut self, yes: bool) {
         self.follow_children = yes;
+    }
+
+    /// Look for new child processes only every `n`-th poll (default 1: every poll). Reading the
+    /// `children` file of every thread is most of a poll's cost for programs with many threads;
+    /// threads of a child found late still take their place in creation order (new thread ids of
+    /// one poll are ordered together), unless the creator's threads created meanwhile were pinned
+    /// before it was found.
+    pub fn children_every(&mut self, n: u32) {
+        self.children_every = n.max(1);
     }
 
     /// Threads seen so far.
@@ -159,9 +172,16 @@ impl Follower {
     /// One look at the program: finds new processes and threads and places the new threads.
     pub fn poll(&mut self) -> Vec<Event> {
         let mut events = Vec::new();
+        // Count polls down to the next look for children (0 = this poll looks).
+        let scan_children = self.follow_children && self.polls == 0;
+        self.polls = if self.polls == 0 {
+            u64::from(self.children_every) - 1
+        } else {
+            self.polls - 1
+        };
         // New child processes of every followed process (a snapshot; a child seen late still gets
         // the next slots for its threads).
-        if self.follow_children {
+        if scan_children {
             let mut frontier: Vec<i32> = self.procs.iter().copied().collect();
             while let Some(p) = frontier.pop() {
                 let Ok(kids) = tasks::children(p) else {
