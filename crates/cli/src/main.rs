@@ -1,7 +1,9 @@
 //! The `numaff` binary: parses the command line and calls the crates. Kept thin on purpose;
 //! each subcommand lives in its own module.
 
+mod apply;
 mod demo;
+mod map;
 mod show;
 mod topo;
 
@@ -41,6 +43,21 @@ enum Command {
   numaff show --json 812 913         two processes as JSON
   numaff show --watch 1 812          refresh every second until 812 exits")]
     Show(show::ShowArgs),
+    /// Compute a thread mapping from a communication matrix, judge it against compact and scatter,
+    /// save it and export it to launcher syntax (OpenMP, Open MPI, Slurm, likwid-pin).
+    #[command(after_help = "Examples:
+  numaff map --algo locality --matrix comm.csv -o app.toml   map on this machine and save
+  numaff map --compare --matrix comm.csv --machine laso-hpl  every algorithm, one table
+  numaff map --algo eagermap --matrix comm.csv --export omp  OMP_PLACES on stdout
+  numaff map --from app.toml --export rankfile > ranks       an Open MPI rankfile")]
+    Map(map::MapArgs),
+    /// Run a program with its threads pinned to a mapping file, in creation order (the main thread
+    /// first), following threads created later and child processes. Exits with the program's status.
+    #[command(after_help = "Examples:
+  numaff apply app.toml -- ./solver input.dat
+  numaff apply app.toml --skip 0x2 -- ./omp_prog     leave the 2nd created thread unpinned
+  numaff apply app.toml -v -- ./prog                 report every thread as it is pinned")]
+    Apply(apply::ApplyArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +72,11 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Topo(args) => topo::run(&args),
         Command::Show(args) => show::run(&args),
+        Command::Map(args) => map::run(&args),
+        Command::Apply(args) => match apply::run(&args) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@
 pub mod affinity;
 pub mod balancing;
 pub mod error;
+pub mod follow;
 pub mod maps;
 pub mod moves;
 pub mod mpol;

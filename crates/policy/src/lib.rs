@@ -4,9 +4,11 @@
 pub mod baselines;
 pub mod comm;
 pub mod deloc;
+pub mod export;
 pub mod hier;
 pub mod imar;
 pub mod kmaf_data;
+pub mod mapping;
 pub mod quality;
 pub mod tree;
 

@@ -1,0 +1,437 @@
+//! `numaff map`: computes a thread mapping from a communication matrix, prints its quality next to
+//! compact and scatter (or every algorithm with --compare), saves it as a mapping file and exports it
+//! to launcher syntax.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+
+use numaff_machine::Machine;
+use numaff_policy::export::{self, ExportKind, Granularity};
+use numaff_policy::mapping::{self, MachineId, MappingFile};
+use numaff_policy::quality::{self, BusiestEdge, Shares};
+use numaff_policy::{Algorithm, CommMatrix, MapInput, Placement, Tree};
+
+#[derive(Args)]
+pub struct MapArgs {
+    /// Mapping algorithm: compact, scatter, round-robin, packed, random, eagermap, locality,
+    /// balance, deloc, ondeloc, cimar, nimar.
+    #[arg(long, value_name = "A", required_unless_present_any = ["compare", "from"])]
+    algo: Option<String>,
+    /// Communication matrix: CSV, one row per task, cells separated by commas or spaces.
+    #[arg(long, value_name = "M.csv", conflicts_with = "trace")]
+    matrix: Option<PathBuf>,
+    /// A trace file to derive the communication matrix from.
+    #[arg(long, value_name = "T")]
+    trace: Option<PathBuf>,
+    /// The machine to map on (default: this machine).
+    #[arg(long, value_name = "X", help = format!("The machine to map on: {} (default: host)", numaff_machine::spec::SPEC_HELP))]
+    machine: Option<String>,
+    /// Save the mapping to this TOML file (for `numaff apply`).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Print the mapping in a launcher's syntax on stdout (the figures then go to stderr): omp,
+    /// gomp, kmp, rankfile, slurm, slurm-mask, likwid.
+    #[arg(long, value_name = "KIND")]
+    export: Option<String>,
+    /// Binding width of the exports: pu (each task on its PU) or core (on every PU of its core).
+    #[arg(long, value_name = "G", default_value = "pu")]
+    granularity: String,
+    /// Host name written in rankfiles (default: this host's name).
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
+    /// Run every algorithm on the input and print a table.
+    #[arg(long, conflicts_with_all = ["algo", "from", "output", "export"])]
+    compare: bool,
+    /// Export a saved mapping file instead of computing one (with --export).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["algo", "matrix", "trace", "output"], requires = "export")]
+    from: Option<PathBuf>,
+    /// Seed of the random algorithm.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The figures of one algorithm's result.
+#[derive(Serialize)]
+struct Figures {
+    algorithm: String,
+    /// PU (kernel cpu id) of each task, in matrix order; empty when the algorithm failed.
+    placement: Placement,
+    hop_cost: Option<f64>,
+    latency_cost: Option<f64>,
+    shares: Option<Shares>,
+    busiest_edge: Option<BusiestEdge>,
+    /// (node id, tasks) per node with cpus.
+    tasks_per_node: Vec<(u32, usize)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ExportJson {
+    kind: &'static str,
+    text: String,
+    usage: String,
+}
+
+#[derive(Serialize)]
+struct MapJson<'a> {
+    machine: MachineId,
+    tasks: usize,
+    matrix: Option<String>,
+    matrix_hash: Option<String>,
+    #[serde(flatten)]
+    result: &'a Figures,
+    nodes: Option<Vec<u32>>,
+    baselines: Vec<&'a Figures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    export: Option<ExportJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saved_to: Option<String>,
+}
+
+#[derive(Serialize)]
+struct CompareJson<'a> {
+    machine: MachineId,
+    tasks: usize,
+    matrix: Option<String>,
+    results: &'a [Figures],
+}
+
+pub fn run(args: &MapArgs) -> Result<()> {
+    let granularity = match args.granularity.as_str() {
+        "pu" | "fine" | "thread" => Granularity::Pu,
+        "core" => Granularity::Core,
+        other => bail!("--granularity takes pu or core, not {other:?}"),
+    };
+    let export_kind = args
+        .export
+        .as_deref()
+        .map(|k| k.parse::<ExportKind>().map_err(anyhow::Error::msg))
+        .transpose()?;
+    let algo = args
+        .algo
+        .as_deref()
+        .map(|a| a.parse::<Algorithm>())
+        .transpose()?;
+    let spec = args.machine.as_deref().unwrap_or("host");
+    let machine = numaff_machine::spec::resolve(spec)
+        .with_context(|| format!("cannot load the machine {spec:?}"))?;
+
+    if let Some(from) = &args.from {
+        let kind = export_kind.context("--from needs --export KIND")?;
+        let file = MappingFile::load(from)?;
+        if !file.matches(&machine) {
+            eprintln!(
+                "numaff: warning: {} was computed for machine {} ({}), not for {} ({}); \
+                 sockets and cores in the export are this machine's",
+                from.display(),
+                file.machine.name,
+                file.machine.fingerprint,
+                machine.name,
+                mapping::fingerprint(&machine)
+            );
+        }
+        return print_export(kind, &machine, &file.placement, granularity, args);
+    }
+
+    if let Some(trace) = &args.trace {
+        bail!(
+            "cannot read the trace {}: trace files come with the profiling issue (numaff record / \
+             crates/behave traces), which is not built yet; give a communication matrix with \
+             --matrix M.csv",
+            trace.display()
+        );
+    }
+    let Some(matrix_path) = &args.matrix else {
+        bail!("give the communication matrix: --matrix M.csv (one row of numbers per task)");
+    };
+    let bytes = std::fs::read(matrix_path)
+        .with_context(|| format!("cannot read the matrix {}", matrix_path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let comm = CommMatrix::from_csv(&text, &matrix_path.display().to_string())?;
+    let tree = Tree::from_machine(&machine);
+    let matrix_name = matrix_path.display().to_string();
+    let run_one = |a: Algorithm| figures(a, &machine, &tree, &comm, args.seed);
+
+    if args.compare {
+        let results: Vec<Figures> = Algorithm::ALL.iter().map(|&a| run_one(a)).collect();
+        if args.json {
+            let doc = CompareJson {
+                machine: MachineId::of(&machine),
+                tasks: comm.len(),
+                matrix: Some(matrix_name),
+                results: &results,
+            };
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print!(
+                "{}",
+                header(&machine, comm.len(), &matrix_name, "every algorithm")
+            );
+            print!("{}", table(&results));
+        }
+        return Ok(());
+    }
+
+    let algo = algo.context("give --algo A (or --compare)")?;
+    let result = run_one(algo);
+    if let Some(e) = &result.error {
+        bail!("{e}");
+    }
+    let baselines: Vec<Figures> = [Algorithm::Compact, Algorithm::Scatter]
+        .into_iter()
+        .filter(|&b| b != algo)
+        .map(run_one)
+        .collect();
+
+    let mut file = MappingFile::new(algo.name(), &machine, result.placement.clone());
+    file.input.matrix = Some(matrix_name.clone());
+    file.input.matrix_hash = Some(mapping::hash_bytes(&bytes));
+    if algo == Algorithm::Random {
+        file.input.seed = Some(args.seed);
+    }
+    file.quality = mapping::Quality {
+        hop_cost: result.hop_cost,
+        latency_cost: result.latency_cost,
+        share_core: result.shares.map(|s| s.core),
+        share_cache: result.shares.and_then(|s| s.cache),
+        share_node: result.shares.map(|s| s.node),
+    };
+    if let Some(out) = &args.output {
+        file.save(out)?;
+    }
+
+    if args.json {
+        let export = match export_kind {
+            Some(k) => {
+                let ts = export::targets(&machine, &result.placement, granularity);
+                let e = export::export(k, &ts, &host_name(args))?;
+                Some(ExportJson {
+                    kind: k.name(),
+                    text: e.text,
+                    usage: e.usage,
+                })
+            }
+            None => None,
+        };
+        let doc = MapJson {
+            machine: file.machine.clone(),
+            tasks: comm.len(),
+            matrix: Some(matrix_name),
+            matrix_hash: file.input.matrix_hash.clone(),
+            result: &result,
+            nodes: file.nodes.clone(),
+            baselines: baselines.iter().collect(),
+            export,
+            saved_to: args.output.as_ref().map(|p| p.display().to_string()),
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+
+    let mut text = header(&machine, comm.len(), &matrix_name, algo.name());
+    let _ = writeln!(
+        text,
+        "placement (PU of each task, in matrix order): {}",
+        join(&result.placement)
+    );
+    if let Some(nodes) = &file.nodes {
+        let _ = writeln!(
+            text,
+            "nodes     (node of each task):                 {}",
+            join(nodes)
+        );
+    }
+    text.push('\n');
+    let mut rows = vec![result];
+    rows.extend(baselines);
+    text.push_str(&table(&rows));
+    if let Some(out) = &args.output {
+        let _ = writeln!(
+            text,
+            "\nsaved to {} (run it with `numaff apply {} -- CMD`)",
+            out.display(),
+            out.display()
+        );
+    }
+    match export_kind {
+        Some(kind) => {
+            // The figures go to stderr so that stdout is the export alone.
+            eprint!("{text}");
+            print_export(kind, &machine, &rows[0].placement, granularity, args)
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+fn print_export(
+    kind: ExportKind,
+    machine: &Machine,
+    placement: &[u32],
+    g: Granularity,
+    args: &MapArgs,
+) -> Result<()> {
+    let ts = export::targets(machine, placement, g);
+    let e = export::export(kind, &ts, &host_name(args))?;
+    if args.json {
+        let doc = ExportJson {
+            kind: kind.name(),
+            text: e.text,
+            usage: e.usage,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        if e.text.ends_with('\n') {
+            print!("{}", e.text);
+        } else {
+            println!("{}", e.text);
+        }
+        eprintln!("numaff: {} export: {}", kind.name(), e.usage);
+    }
+    Ok(())
+}
+
+fn host_name(args: &MapArgs) -> String {
+    if let Some(h) = &args.host {
+        return h.clone();
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is 256 bytes long and gethostname writes at most that many.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn figures(
+    algo: Algorithm,
+    machine: &Machine,
+    tree: &Tree,
+    comm: &CommMatrix,
+    seed: u64,
+) -> Figures {
+    let mut input = MapInput::with_comm(machine, comm);
+    input.seed = seed;
+    match numaff_policy::map(algo, &input) {
+        Ok(p) => Figures {
+            algorithm: algo.name().to_string(),
+            hop_cost: Some(quality::hop_cost(tree, comm, &p)),
+            latency_cost: quality::latency_cost(machine, comm, &p),
+            shares: Some(quality::shares(machine, comm, &p)),
+            busiest_edge: quality::busiest_edge(tree, comm, &p),
+            tasks_per_node: quality::tasks_per_node(machine, &p),
+            placement: p,
+            error: None,
+        },
+        Err(e) => Figures {
+            algorithm: algo.name().to_string(),
+            placement: Vec::new(),
+            hop_cost: None,
+            latency_cost: None,
+            shares: None,
+            busiest_edge: None,
+            tasks_per_node: Vec::new(),
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+fn header(m: &Machine, tasks: usize, matrix: &str, what: &str) -> String {
+    let file = Path::new(matrix)
+        .file_name()
+        .map_or(matrix.to_string(), |f| f.to_string_lossy().into_owned());
+    format!(
+        "{what} on {} ({}), {tasks} tasks from {file}\n",
+        m.name,
+        mapping::summary(m)
+    )
+}
+
+fn join(v: &[u32]) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{:.0}%", 100.0 * v))
+}
+
+fn num(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(v) if v.abs() >= 1e6 => format!("{v:.3e}"),
+        Some(v) if v.fract() == 0.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+    }
+}
+
+/// The figures as a table; the first row's hop cost is the reference of the "vs best" column.
+fn table(rows: &[Figures]) -> String {
+    let best = rows
+        .iter()
+        .filter_map(|r| r.hop_cost)
+        .fold(f64::INFINITY, f64::min);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<12} {:>10} {:>8} {:>12} {:>7} {:>8} {:>7}  {:<16} tasks per node",
+        "algorithm",
+        "hop cost",
+        "vs best",
+        "latency cost",
+        "in core",
+        "in cache",
+        "in node",
+        "busiest edge"
+    );
+    for r in rows {
+        if let Some(e) = &r.error {
+            let why = e.split_once(": ").map_or(e.as_str(), |(_, w)| w);
+            let _ = writeln!(out, "{:<12} {:>10}  ({why})", r.algorithm, "-");
+            continue;
+        }
+        let vs = match r.hop_cost {
+            Some(h) if best > 0.0 && best.is_finite() => format!("{:.2}x", h / best),
+            Some(_) => "1.00x".into(),
+            None => "-".into(),
+        };
+        let edge = r.busiest_edge.as_ref().map_or("-".to_string(), |e| {
+            let pus: numaff_machine::CpuSet = e.pus.iter().copied().collect();
+            format!("{} {}", e.level, pus)
+        });
+        let per_node: Vec<String> = r
+            .tasks_per_node
+            .iter()
+            .map(|(n, c)| format!("{n}:{c}"))
+            .collect();
+        let s = r.shares;
+        let _ = writeln!(
+            out,
+            "{:<12} {:>10} {:>8} {:>12} {:>7} {:>8} {:>7}  {:<16} {}",
+            r.algorithm,
+            num(r.hop_cost),
+            vs,
+            num(r.latency_cost),
+            pct(s.map(|s| s.core)),
+            pct(s.and_then(|s| s.cache)),
+            pct(s.map(|s| s.node)),
+            edge,
+            per_node.join(" ")
+        );
+    }
+    out
+}

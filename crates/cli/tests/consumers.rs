@@ -1,0 +1,307 @@
+//! Issue 6: the exports are accepted by the real consumers installed here (scripts/setup.sh):
+//! libgomp reads OMP_PLACES and GOMP_CPU_AFFINITY, LLVM's libomp reads KMP_AFFINITY, Open MPI 4.1's
+//! mpirun reads the rankfile. A missing consumer is a failure that says what to install, not a skip.
+//! This machine has 2 PUs, so the mappings have 2 tasks, placed in reverse order ([1, 0]) so that
+//! the runtime's default could not pass for the export.
+#![allow(clippy::unwrap_used)] // helpers of tests
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+use std::time::Duration;
+
+use assert_cmd::Command;
+
+fn numaff() -> Command {
+    Command::cargo_bin("numaff").unwrap()
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn compile(compiler: &str, flags: &[&str], src: &str, exe: &Path, install: &str) {
+    let out = StdCommand::new(compiler)
+        .args(flags)
+        .arg("-o")
+        .arg(exe)
+        .arg(fixture(src))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {compiler} ({e}); install {install} (scripts/setup.sh)")
+        });
+    assert!(
+        out.status.success(),
+        "{compiler} {src} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A mapping file for this machine with placement [1, 0].
+fn reversed_mapping(dir: &Path) -> PathBuf {
+    let csv = dir.join("m.csv");
+    std::fs::write(&csv, "0,1\n1,0\n").unwrap();
+    let base = dir.join("base.toml");
+    numaff()
+        .args(["map", "--algo", "compact", "--matrix"])
+        .arg(&csv)
+        .arg("-o")
+        .arg(&base)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&base).unwrap();
+    let start = text.find("placement = ").unwrap();
+    let end = start + text[start..].find('\n').unwrap();
+    let path = dir.join("rev.toml");
+    std::fs::write(
+        &path,
+        format!("{}placement = [1, 0]{}", &text[..start], &text[end..])
+            .replace("nodes = [0, 0]\n", ""),
+    )
+    .unwrap();
+    path
+}
+
+/// `numaff map --from FILE --export KIND` (stdout).
+fn export(file: &Path, kind: &str) -> String {
+    let out = numaff()
+        .args(["map", "--export", kind, "--from"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim_end()
+        .to_string()
+}
+
+/// `A=1 B="x y"` as shell assignments -> pairs.
+fn assignments(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let eq = rest.find('=').unwrap();
+        let key = rest[..eq].to_string();
+        rest = &rest[eq + 1..];
+        let value;
+        if let Some(r) = rest.strip_prefix('"') {
+            let close = r.find('"').unwrap();
+            value = r[..close].to_string();
+            rest = r[close + 1..].trim_start();
+        } else {
+            let end = rest.find(' ').unwrap_or(rest.len());
+            value = rest[..end].to_string();
+            rest = rest[end..].trim_start();
+        }
+        out.push((key, value));
+    }
+    out
+}
+
+/// Runs the OpenMP program with the assignments; thread -> allowed list.
+fn run_omp(
+    exe: &Path,
+    env: &[(String, String)],
+    extra: &[(&str, &str)],
+) -> (BTreeMap<u32, String>, String) {
+    let mut cmd = StdCommand::new(exe);
+    for k in [
+        "OMP_PLACES",
+        "OMP_PROC_BIND",
+        "GOMP_CPU_AFFINITY",
+        "KMP_AFFINITY",
+        "OMP_NUM_THREADS",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    cmd.envs(extra.iter().copied());
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let mut threads = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: BTreeMap<&str, &str> = line
+            .split(' ')
+            .filter_map(|kv| kv.split_once('='))
+            .collect();
+        if let (Some(t), Some(a)) = (f.get("thread"), f.get("allowed")) {
+            threads.insert(t.parse().unwrap(), a.to_string());
+        }
+    }
+    (threads, stderr)
+}
+
+fn reversed() -> BTreeMap<u32, String> {
+    [(0, "1".to_string()), (1, "0".to_string())]
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn issue6_libgomp_reads_omp_places_and_gomp_cpu_affinity() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("omp_threads");
+    compile(
+        "gcc",
+        &["-fopenmp"],
+        "omp_threads.c",
+        &exe,
+        "gcc (build-essential)",
+    );
+    let map = reversed_mapping(dir.path());
+    let omp = export(&map, "omp");
+    assert_eq!(
+        omp,
+        "OMP_NUM_THREADS=2 OMP_PLACES=\"{1},{0}\" OMP_PROC_BIND=close"
+    );
+    let (threads, err) = run_omp(&exe, &assignments(&omp), &[]);
+    assert_eq!(threads, reversed(), "{err}");
+    let gomp = export(&map, "gomp");
+    assert_eq!(gomp, "OMP_NUM_THREADS=2 GOMP_CPU_AFFINITY=\"1 0\"");
+    let (threads, err) = run_omp(&exe, &assignments(&gomp), &[]);
+    assert_eq!(threads, reversed(), "{err}");
+}
+
+#[test]
+fn issue6_libgomp_parses_the_compact_place_forms() {
+    // A mapping for an 8-PU catalog machine: `{0}:8`. libgomp parses it into 8 places and, on this
+    // smaller machine, drops those without a usable cpu (which it says), so its parse is visible.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("omp_threads");
+    compile(
+        "gcc",
+        &["-fopenmp"],
+        "omp_threads.c",
+        &exe,
+        "gcc (build-essential)",
+    );
+    let csv = dir.path().join("m.csv");
+    std::fs::write(&csv, "0,1,1,1,1,1,1,1\n".repeat(8)).unwrap();
+    let out = numaff()
+        .args([
+            "map",
+            "--algo",
+            "compact",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--export",
+            "omp",
+            "--matrix",
+        ])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.trim_end(),
+        "OMP_NUM_THREADS=8 OMP_PLACES=\"{0}:8\" OMP_PROC_BIND=close"
+    );
+    let (_, err) = run_omp(&exe, &assignments(&text), &[("OMP_DISPLAY_ENV", "true")]);
+    let online = numaff_machine::CpuSet::parse(
+        &std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap(),
+    )
+    .unwrap();
+    assert!(!err.contains("Invalid value"), "{err}");
+    if online.len() < 8 {
+        assert!(err.contains("Number of places reduced from 8 to"), "{err}");
+    }
+    assert!(err.contains("OMP_PLACES = '{0},{1}"), "{err}");
+}
+
+#[test]
+fn issue6_llvm_libomp_reads_kmp_affinity() {
+    // LLVM's libomp (Debian libomp-14-dev) is also a drop-in libgomp: a gcc -fopenmp program runs on
+    // it when a libgomp.so.1 that is libomp comes first in the library path.
+    let lib = Path::new("/usr/lib/llvm-14/lib/libomp.so.5");
+    assert!(
+        lib.exists(),
+        "{} is missing: install libomp-14-dev (scripts/setup.sh) to test KMP_AFFINITY",
+        lib.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("omp_threads");
+    compile(
+        "gcc",
+        &["-fopenmp"],
+        "omp_threads.c",
+        &exe,
+        "gcc (build-essential)",
+    );
+    let alias = dir.path().join("libomp");
+    std::fs::create_dir(&alias).unwrap();
+    std::os::unix::fs::symlink(lib, alias.join("libgomp.so.1")).unwrap();
+    let map = reversed_mapping(dir.path());
+    let kmp = export(&map, "kmp");
+    assert_eq!(
+        kmp,
+        "OMP_NUM_THREADS=2 KMP_AFFINITY=\"granularity=fine,explicit,proclist=[1,0]\""
+    );
+    let mut env = assignments(&kmp);
+    env.push(("LD_LIBRARY_PATH".into(), alias.display().to_string()));
+    env[1].1.push_str(",verbose");
+    let (threads, err) = run_omp(&exe, &env, &[]);
+    assert!(err.contains("KMP_AFFINITY"), "not libomp? {err}");
+    assert_eq!(threads, reversed(), "{err}");
+}
+
+#[test]
+fn issue6_open_mpi_mpirun_accepts_the_rankfile() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("mpi_ranks");
+    compile(
+        "mpicc",
+        &[],
+        "mpi_ranks.c",
+        &exe,
+        "openmpi-bin and libopenmpi-dev",
+    );
+    let map = reversed_mapping(dir.path());
+    let rankfile = dir.path().join("ranks");
+    let text = export(&map, "rankfile");
+    assert!(text.starts_with("rank 0="), "{text}");
+    std::fs::write(&rankfile, format!("{text}\n")).unwrap();
+    // Each rank is bound to the core of its PU (rankfiles name socket:core).
+    let host = numaff_machine::discover_host().unwrap();
+    let core_of = |pu: u32| {
+        host.cores()
+            .find(|(_, c)| c.pus.contains(pu))
+            .map(|(_, c)| c.pus.to_string().replace('-', ","))
+            .unwrap()
+    };
+    let mut cmd = Command::new("mpirun");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.arg("--allow-run-as-root");
+    }
+    let out = cmd
+        .args(["-np", "2", "-rf"])
+        .arg(&rankfile)
+        .arg(&exe)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run mpirun ({e}); install openmpi-bin (scripts/setup.sh)")
+        });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "mpirun failed:\n{stdout}\n{stderr}\nrankfile:\n{text}"
+    );
+    let mut ranks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rank=")).collect();
+    ranks.sort_unstable();
+    assert_eq!(
+        ranks,
+        [
+            format!("rank=0 allowed={}", core_of(1)),
+            format!("rank=1 allowed={}", core_of(0))
+        ],
+        "{stderr}"
+    );
+}

@@ -1,0 +1,249 @@
+//! Issue 6: `numaff map` as a user runs it: the comparison table, the JSON shape, mapping files,
+//! exports and the errors.
+#![allow(clippy::unwrap_used)] // helpers of tests
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn numaff() -> Command {
+    Command::cargo_bin("numaff").unwrap()
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn issue6_map_compare_snapshot() {
+    let out = numaff()
+        .args(["map", "--compare", "--machine", "kmaf-sim-4x2", "--matrix"])
+        .arg(fixture("comm8.csv"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn issue6_map_json_has_placement_and_hop_cost() {
+    let out = numaff()
+        .args([
+            "map",
+            "--algo",
+            "locality",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--json",
+            "--matrix",
+        ])
+        .arg(fixture("comm8.csv"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let placement: Vec<u64> = v["placement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(placement.len(), 8);
+    let mut sorted = placement.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..8).collect::<Vec<u64>>(), "one task per PU");
+    assert!(v["hop_cost"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["algorithm"], "locality");
+    assert_eq!(v["tasks"], 8);
+    assert!(v["machine"]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("fnv1a64:"));
+    let names: Vec<&str> = v["baselines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["algorithm"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["compact", "scatter"]);
+    assert!(v["baselines"][1]["hop_cost"].as_f64().unwrap() >= v["hop_cost"].as_f64().unwrap());
+    // Locality keeps each communicating pair inside a node of this machine.
+    for (a, b) in [(0, 1), (2, 3), (4, 5), (6, 7)] {
+        assert_eq!(placement[a] / 2, placement[b] / 2, "{placement:?}");
+    }
+}
+
+#[test]
+fn issue6_map_saves_a_mapping_file_and_exports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("app.toml");
+    numaff()
+        .args([
+            "map",
+            "--algo",
+            "scatter",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--matrix",
+        ])
+        .arg(fixture("comm8.csv"))
+        .arg("-o")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("saved to"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("algorithm = \"scatter\""), "{text}");
+    assert!(text.contains("matrix_hash = \"fnv1a64:"), "{text}");
+    assert!(text.contains("hop_cost = "), "{text}");
+    // Re-exported from the file: stdout is the syntax alone, usage on stderr.
+    numaff()
+        .args([
+            "map",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--export",
+            "slurm",
+            "--from",
+        ])
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("--cpu-bind=map_cpu:"))
+        .stdout(predicate::str::contains("--mem-bind=map_mem:"))
+        .stderr(predicate::str::contains("srun"));
+    numaff()
+        .args([
+            "map",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--export",
+            "rankfile",
+            "--host",
+            "n1",
+            "--from",
+        ])
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("rank 0=n1 slot="));
+    // With --export while computing, the figures go to stderr and stdout is the export.
+    numaff()
+        .args([
+            "map",
+            "--algo",
+            "compact",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--export",
+            "gomp",
+            "--matrix",
+        ])
+        .arg(fixture("comm8.csv"))
+        .assert()
+        .success()
+        .stdout("OMP_NUM_THREADS=8 GOMP_CPU_AFFINITY=\"0-7\"\n")
+        .stderr(predicate::str::contains("hop cost"));
+}
+
+#[test]
+fn issue6_map_errors_say_where_and_what() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "0,1,2\n1,0,x3\n2,3,0\n").unwrap();
+    numaff()
+        .args([
+            "map",
+            "--algo",
+            "locality",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--matrix",
+        ])
+        .arg(&bad)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "bad.csv: line 2, column 3: \"x3\" is not a number",
+        ));
+    numaff()
+        .args([
+            "map",
+            "--algo",
+            "treemap",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--matrix",
+        ])
+        .arg(fixture("comm8.csv"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "unknown mapping algorithm \"treemap\"; known: compact, scatter, round-robin, packed, \
+             random, eagermap, locality, balance, deloc, ondeloc, cimar, nimar",
+        ));
+    numaff()
+        .args(["map", "--algo", "locality", "--trace", "t.parquet"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "trace files come with the profiling issue",
+        ))
+        .stderr(predicate::str::contains("--matrix M.csv"));
+    numaff()
+        .args([
+            "map",
+            "--algo",
+            "cimar",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--matrix",
+        ])
+        .arg(fixture("comm8.csv"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "cimar: needs the current placement",
+        ));
+    numaff()
+        .args([
+            "map",
+            "--algo",
+            "compact",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--export",
+            "pbs",
+            "--matrix",
+        ])
+        .arg(fixture("comm8.csv"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "unknown export kind \"pbs\"; known: omp, gomp",
+        ));
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "format = 1\nalgorithm = \"x\"\ntasks = 2\nplacement = [0]\n[machine]\nname = \"m\"\nfingerprint = \"fnv1a64:0\"\n").unwrap();
+    numaff()
+        .args([
+            "map",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--export",
+            "omp",
+            "--from",
+        ])
+        .arg(&broken)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "broken.toml: tasks: says 2 but placement lists 1 tasks",
+        ));
+}
