@@ -4,6 +4,7 @@
 pub mod baselines;
 pub mod comm;
 pub mod deloc;
+mod graph;
 pub mod hier;
 pub mod imar;
 pub mod quality;
