@@ -20,9 +20,13 @@ impl Graph {
     pub(crate) fn from_comm(comm: &CommMatrix, n: usize, total: usize) -> Graph {
         let cn = comm.len().min(n);
         // Rows of c (non-zero, off-diagonal), in column order.
+        // Count first, so that the arrays are allocated once (dense matrices have n² entries).
+        let nnz = (0..cn)
+            .map(|i| (0..cn).filter(|&j| comm.get(i, j) != 0.0 && i != j).count())
+            .sum();
         let mut off = Vec::with_capacity(total + 1);
-        let mut adj: Vec<u32> = Vec::new();
-        let mut w: Vec<f64> = Vec::new();
+        let mut adj: Vec<u32> = Vec::with_capacity(nnz);
+        let mut w: Vec<f64> = Vec::with_capacity(nnz);
         off.push(0);
         for i in 0..cn {
             for j in 0..cn {

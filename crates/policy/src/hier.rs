@@ -474,12 +474,16 @@ fn agglomerate(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> 
     groups
 }
 
+/// [`exchange`] looks at the members of an item's most preferred groups only, this many (dense
+/// matrices would otherwise make every group a candidate of every item).
+const EXCHANGE_GROUPS: usize = 8;
+
 /// Pairwise exchanges between groups (of equal-shape items) that lower the weight leaving the
 /// groups, at most `passes` passes. `aff[x]` holds x's weight towards each group it touches
 /// (sorted by group); an exchange of x (group a) and y (group b) gains
 /// `aff(x,b) - aff(x,a) + aff(y,a) - aff(y,b) - 2 w(x,y)`, which is positive only if x prefers b or y
 /// prefers a, so each item only looks at the members of the groups it prefers to its own (the
-/// other case is found from the other item). Each item takes its best exchange (ties: lower index).
+/// other case is found from the other item), the [`EXCHANGE_GROUPS`] it prefers most. Each item takes its best exchange (ties: lower index).
 fn exchange(g: &Graph, owner: &mut [usize], groups: &mut [Vec<usize>], passes: usize) {
     let i_n = owner.len();
     let g_n = groups.len();
@@ -511,17 +515,27 @@ fn exchange(g: &Graph, owner: &mut [usize], groups: &mut [Vec<usize>], passes: u
             Err(i) => a.insert(i, (gi as u32, v)),
         }
     }
+    let mut prefer: Vec<(f64, usize)> = Vec::new();
     for _ in 0..passes {
         let mut improved = false;
         for x in 0..i_n {
             let a = owner[x];
             let ax = get(&aff[x], a);
             let mut best: Option<(f64, usize)> = None;
-            for &(b, bx) in &aff[x] {
-                let b = b as usize;
-                if b == a || bx <= ax {
-                    continue;
-                }
+            prefer.clear();
+            prefer.extend(
+                aff[x]
+                    .iter()
+                    .filter(|&&(b, bx)| b as usize != a && bx > ax)
+                    .map(|&(b, bx)| (bx, b as usize)),
+            );
+            if prefer.len() > EXCHANGE_GROUPS {
+                prefer.select_nth_unstable_by(EXCHANGE_GROUPS, |p, q| {
+                    q.0.total_cmp(&p.0).then(p.1.cmp(&q.1))
+                });
+                prefer.truncate(EXCHANGE_GROUPS);
+            }
+            for &(bx, b) in &prefer {
                 for &y in &groups[b] {
                     let gain = bx - ax + get(&aff[y], a) - get(&aff[y], b) - 2.0 * g.weight(x, y);
                     if gain > 1e-9 * (1.0 + ax.abs())
