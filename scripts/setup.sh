@@ -5,7 +5,9 @@ set -euo pipefail
 
 # qemu-system-x86 and busybox-static: the multi-node QEMU guests of the test suite (crates/testvm);
 # their guest kernel comes from apt at test time (cached under target/testvm).
-packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev qemu-system-x86 busybox-static)
+# scotch and libscotch-dev: scotch_gmap for the side-by-side mapping benchmark
+# (crates/policy/examples/vs_scotch.rs; not run by the tests).
+packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev qemu-system-x86 busybox-static scotch libscotch-dev)
 
 missing=()
 for p in "${packages[@]}"; do
