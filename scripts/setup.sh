@@ -7,8 +7,10 @@ set -euo pipefail
 # their guest kernel comes from apt at test time (cached under target/testvm).
 # openmpi-bin, libopenmpi-dev and libomp-14-dev: the real consumers of `numaff map --export`
 # (mpirun reads rankfiles, LLVM's libomp reads KMP_AFFINITY; libgomp comes with gcc).
+# scotch and libscotch-dev: scotch_gmap for the side-by-side mapping benchmark
+# (crates/policy/examples/vs_scotch.rs; not run by the tests).
 packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev qemu-system-x86 busybox-static
-  openmpi-bin libopenmpi-dev libomp-14-dev)
+  openmpi-bin libopenmpi-dev libomp-14-dev scotch libscotch-dev)
 
 missing=()
 for p in "${packages[@]}"; do

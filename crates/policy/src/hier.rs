@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use crate::quality::{hop_cost, pair_weight};
+use crate::graph::Graph;
 use crate::tree::Tree;
 use crate::{baselines, CommMatrix, Placement};
 
@@ -85,6 +85,18 @@ pub(crate) fn hierarchical(
     n: usize,
     grouping: impl Fn(usize) -> Grouping,
 ) -> Placement {
+    let total: usize = slots(tree, n).iter().sum();
+    let graph = Graph::from_comm(comm, n, total);
+    hierarchical_graph(tree, &graph, n, grouping)
+}
+
+/// [`hierarchical`] on the sparse graph of the matrix (`total` vertices: tasks, then dummies).
+fn hierarchical_graph(
+    tree: &Tree,
+    graph: &Graph,
+    n: usize,
+    grouping: impl Fn(usize) -> Grouping,
+) -> Placement {
     let p = tree.pu_count();
     if p == 0 {
         return Vec::new();
@@ -93,25 +105,16 @@ pub(crate) fn hierarchical(
     let shapes = slot_shapes(tree, &sl);
     let total: usize = sl.iter().sum();
     // Task-level items.
-    let mut mat = vec![0.0; total * total];
-    let cn = comm.len().min(n);
-    for i in 0..cn {
-        for j in 0..cn {
-            if i != j {
-                mat[i * total + j] = pair_weight(comm, i, j);
-            }
-        }
-    }
     let mut levels: Vec<Level> = vec![Level {
         shape: vec![TASK; total],
         members: vec![Vec::new(); total],
         real: (0..total).map(|t| t < n).collect(),
-        load: (0..total)
-            .map(|t| if t < cn { comm.row_sum(t) } else { 0.0 })
-            .collect(),
+        load: (0..total).map(|t| graph.degree(t)).collect(),
     }];
+    let mut current: Option<Graph> = None;
     for l in (0..tree.levels()).rev() {
         let Some(items) = levels.last() else { break };
+        let g = current.as_ref().unwrap_or(graph);
         let needs: Vec<Vec<u32>> = (0..tree.width(l))
             .map(|v| {
                 if l == tree.depth() {
@@ -122,29 +125,24 @@ pub(crate) fn hierarchical(
             })
             .collect();
         let i_n = items.shape.len();
-        let groups = match grouping(l) {
-            _ if needs.iter().all(|x| x.len() == 1) => (0..i_n).map(|i| vec![i]).collect(),
-            Grouping::Greedy => greedy(items, &mat, &needs),
-            Grouping::Agglomerate => agglomerate(items, &mat, &needs),
+        let trivial = needs.iter().all(|x| x.len() == 1);
+        let groups: Vec<Vec<usize>> = match grouping(l) {
+            _ if trivial => (0..i_n).map(|i| vec![i]).collect(),
+            Grouping::Greedy => greedy(items, g, &needs),
+            Grouping::Agglomerate => agglomerate(items, g, &needs),
             Grouping::SpreadLoad => spread(items, &needs),
         };
-        let g_n = groups.len();
-        let mut owner = vec![0usize; i_n];
-        for (g, m) in groups.iter().enumerate() {
-            for &x in m {
-                owner[x] = g;
-            }
-        }
-        let mut next = vec![0.0; g_n * g_n];
-        for x in 0..i_n {
-            for y in 0..i_n {
-                let (a, b) = (owner[x], owner[y]);
-                if a != b {
-                    next[a * g_n + b] += mat[x * i_n + y];
+        let next = if trivial && groups.len() == i_n {
+            None // same graph, one item per group
+        } else {
+            let mut owner = vec![0usize; i_n];
+            for (gi, m) in groups.iter().enumerate() {
+                for &x in m {
+                    owner[x] = gi;
                 }
             }
-        }
-        mat = next;
+            Some(g.contract(&owner, &groups))
+        };
         let lvl = Level {
             shape: shapes[l].clone(),
             real: groups
@@ -158,11 +156,15 @@ pub(crate) fn hierarchical(
             members: groups,
         };
         levels.push(lvl);
+        if next.is_some() {
+            current = next;
+        }
     }
     // Top-down: lay item (of `levels[k]`) onto vertex v of tree level l.
     let mut out = vec![0u32; n];
     let mut stack = vec![(0usize, 0usize, 0usize)]; // (tree level, vertex, item)
     let top = levels.len() - 1;
+    let mut used: Vec<bool> = Vec::new();
     while let Some((l, v, item)) = stack.pop() {
         let k = top - l;
         let members = &levels[k].members[item];
@@ -175,8 +177,10 @@ pub(crate) fn hierarchical(
             }
             continue;
         }
-        let mut used = vec![false; tree.children(l, v).len()];
-        let base = tree.children(l, v).start;
+        let kids = tree.children(l, v);
+        used.clear();
+        used.resize(kids.len(), false);
+        let base = kids.start;
         for &m in members {
             let s = levels[k - 1].shape[m];
             if let Some(ci) = (0..used.len()).find(|&c| !used[c] && shapes[l + 1][base + c] == s) {
@@ -207,50 +211,118 @@ fn count(needs: &[u32]) -> HashMap<u32, usize> {
     m
 }
 
+/// Index of each item's shape in the sorted list of distinct shapes.
+fn shape_index(items: &Level) -> (Vec<u32>, Vec<usize>) {
+    let mut kinds = items.shape.clone();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let idx = items
+        .shape
+        .iter()
+        .map(|s| kinds.binary_search(s).unwrap_or(0))
+        .collect();
+    (kinds, idx)
+}
+
 /// EagerMap's greedy grouping (000 §4.4; Cruz et al.): for each vertex in turn, the free item of
 /// largest total communication seeds the group, then the free item that communicates most with the
 /// group joins it, until the vertex is full. Ties: real before dummy, then the lower index.
-fn greedy(items: &Level, mat: &[f64], needs: &[Vec<u32>]) -> Vec<Vec<usize>> {
+///
+/// Sparse: gains live only on the neighbours of the group (a touched list, reset per group); an
+/// item without a neighbour in the group has gain 0, and among those the seed order (communication,
+/// real, index; dummies never communicate) decides, kept per shape in one sorted list with a cursor.
+/// O(arcs · group size + items log items) per level.
+fn greedy(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> {
     let i_n = items.shape.len();
-    let degree: Vec<f64> = (0..i_n)
-        .map(|x| mat[x * i_n..(x + 1) * i_n].iter().sum())
-        .collect();
-    let mut free: Vec<usize> = (0..i_n).collect();
+    let degree: Vec<f64> = (0..i_n).map(|x| g.degree(x)).collect();
+    let (kinds, sidx) = shape_index(items);
+    let mut order: Vec<Vec<usize>> = vec![Vec::new(); kinds.len()];
+    for x in 0..i_n {
+        order[sidx[x]].push(x);
+    }
+    for o in &mut order {
+        o.sort_by(|&a, &b| {
+            degree[b]
+                .total_cmp(&degree[a])
+                .then(items.real[b].cmp(&items.real[a]))
+                .then(a.cmp(&b))
+        });
+    }
+    let mut cursor = vec![0usize; kinds.len()];
+    let mut free = vec![true; i_n];
     let mut gain = vec![0.0; i_n];
+    let mut touched: Vec<usize> = Vec::new();
+    let mut left = vec![0usize; kinds.len()];
     let mut out = Vec::with_capacity(needs.len());
     for need in needs {
-        let mut left = count(need);
-        let mut group = Vec::with_capacity(need.len());
-        for &x in &free {
-            gain[x] = 0.0;
+        left.iter_mut().for_each(|c| *c = 0);
+        for s in need {
+            if let Ok(k) = kinds.binary_search(s) {
+                left[k] += 1;
+            }
         }
-        for step in 0..need.len() {
-            let mut best: Option<(usize, (f64, bool, f64))> = None;
-            for (pos, &x) in free.iter().enumerate() {
-                if !wanted(items.shape[x], &left) {
+        let mut group = Vec::with_capacity(need.len());
+        for _ in 0..need.len() {
+            let mut best: Option<usize> = None;
+            for &y in &touched {
+                if !free[y] || left[sidx[y]] == 0 {
                     continue;
                 }
-                let key = if step == 0 {
-                    (degree[x], items.real[x], 0.0)
-                } else {
-                    (gain[x], items.real[x], degree[x])
-                };
-                let better = match &best {
+                let better = match best {
                     None => true,
-                    Some((bp, bk)) => key > *bk || (key == *bk && x < free[*bp]),
+                    Some(b) => {
+                        let ky = (gain[y], items.real[y], degree[y]);
+                        let kb = (gain[b], items.real[b], degree[b]);
+                        ky > kb || (ky == kb && y < b)
+                    }
                 };
                 if better {
-                    best = Some((pos, key));
+                    best = Some(y);
                 }
             }
-            let Some((pos, _)) = best else { break };
-            let x = free.swap_remove(pos);
-            take(&mut left, items.shape[x]);
+            let pick = best.or_else(|| {
+                let mut seed: Option<usize> = None;
+                for k in 0..kinds.len() {
+                    if left[k] == 0 {
+                        continue;
+                    }
+                    while cursor[k] < order[k].len() && !free[order[k][cursor[k]]] {
+                        cursor[k] += 1;
+                    }
+                    let Some(&x) = order[k].get(cursor[k]) else {
+                        continue;
+                    };
+                    let better = match seed {
+                        None => true,
+                        Some(b) => {
+                            let kx = (degree[x], items.real[x]);
+                            let kb = (degree[b], items.real[b]);
+                            kx > kb || (kx == kb && x < b)
+                        }
+                    };
+                    if better {
+                        seed = Some(x);
+                    }
+                }
+                seed
+            });
+            let Some(x) = pick else { break };
+            free[x] = false;
+            left[sidx[x]] -= 1;
             group.push(x);
-            for &y in &free {
-                gain[y] += mat[y * i_n + x];
+            for (y, w) in g.row(x) {
+                if free[y] {
+                    if gain[y] == 0.0 {
+                        touched.push(y);
+                    }
+                    gain[y] += w;
+                }
             }
         }
+        for &y in &touched {
+            gain[y] = 0.0;
+        }
+        touched.clear();
         out.push(group);
     }
     out
@@ -258,7 +330,7 @@ fn greedy(items: &Level, mat: &[f64], needs: &[Vec<u32>]) -> Vec<Vec<usize>> {
 
 /// TreeMatch-style grouping (see [`Grouping::Agglomerate`]); needs every vertex to want the same
 /// number of items of one shape, else it is [`greedy`].
-fn agglomerate(items: &Level, mat: &[f64], needs: &[Vec<u32>]) -> Vec<Vec<usize>> {
+fn agglomerate(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> {
     let i_n = items.shape.len();
     let k = needs.first().map_or(0, |x| x.len());
     let uniform = needs
@@ -269,20 +341,16 @@ fn agglomerate(items: &Level, mat: &[f64], needs: &[Vec<u32>]) -> Vec<Vec<usize>
             .iter()
             .all(|&s| Some(&s) == needs.first().and_then(|x| x.first()));
     if !uniform || k == 0 || k * needs.len() != i_n {
-        return greedy(items, mat, needs);
+        return greedy(items, g, needs);
     }
     let g_n = needs.len();
     // 1. candidate edges: each item's heaviest partners.
-    let per = 8.min(i_n.saturating_sub(1));
+    let per = 8;
     let mut edges: Vec<(f64, usize, usize)> = Vec::new();
-    let mut row: Vec<(f64, usize)> = Vec::with_capacity(i_n);
+    let mut row: Vec<(f64, usize)> = Vec::new();
     for x in 0..i_n {
         row.clear();
-        row.extend(
-            (0..i_n)
-                .filter(|&y| y != x && mat[x * i_n + y] > 0.0)
-                .map(|y| (mat[x * i_n + y], y)),
-        );
+        row.extend(g.row(x).filter(|&(_, w)| w > 0.0).map(|(y, w)| (w, y)));
         if row.len() > per {
             row.select_nth_unstable_by(per, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             row.truncate(per);
@@ -309,12 +377,16 @@ fn agglomerate(items: &Level, mat: &[f64], needs: &[Vec<u32>]) -> Vec<Vec<usize>
             size[big] += size[small];
         }
     }
-    let mut clusters: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut slot = vec![usize::MAX; i_n];
+    let mut clusters: Vec<Vec<usize>> = Vec::new();
     for x in 0..i_n {
         let r = root(&mut parent, x);
-        clusters.entry(r).or_default().push(x);
+        if slot[r] == usize::MAX {
+            slot[r] = clusters.len();
+            clusters.push(Vec::new());
+        }
+        clusters[slot[r]].push(x);
     }
-    let mut clusters: Vec<Vec<usize>> = clusters.into_values().collect();
     let weight = |c: &Vec<usize>| -> f64 { c.iter().map(|&x| items.load[x]).sum() };
     let real = |c: &Vec<usize>| c.iter().any(|&x| items.real[x]);
     clusters.sort_by(|a, b| {
@@ -324,82 +396,179 @@ fn agglomerate(items: &Level, mat: &[f64], needs: &[Vec<u32>]) -> Vec<Vec<usize>
             .then(weight(b).total_cmp(&weight(a)))
             .then(a[0].cmp(&b[0]))
     });
-    // 3. best fit by affinity, then fullness.
+    // 3. best fit by affinity, then fullness. Groups with affinity are the ones touched by the
+    // cluster's edges; among the others the fullest that fits (lowest index) wins, found in
+    // per-fill buckets.
     let mut groups: Vec<Vec<usize>> = vec![Vec::new(); g_n];
     let mut owner = vec![usize::MAX; i_n];
     let mut aff: Vec<f64> = vec![0.0; g_n];
+    let mut hit: Vec<usize> = Vec::new();
+    let mut by_fill: Vec<std::collections::BTreeSet<usize>> =
+        vec![std::collections::BTreeSet::new(); k + 1];
+    by_fill[0].extend(0..g_n);
+    let pick = |need: usize,
+                groups: &Vec<Vec<usize>>,
+                aff: &Vec<f64>,
+                hit: &Vec<usize>,
+                by_fill: &Vec<std::collections::BTreeSet<usize>>| {
+        let touched = hit
+            .iter()
+            .copied()
+            .filter(|&g| groups[g].len() + need <= k)
+            .max_by(|&a, &b| {
+                aff[a]
+                    .total_cmp(&aff[b])
+                    .then(groups[a].len().cmp(&groups[b].len()))
+                    .then(b.cmp(&a))
+            });
+        touched.or_else(|| {
+            (0..=k.saturating_sub(need))
+                .rev()
+                .find_map(|f| by_fill[f].first().copied())
+        })
+    };
+    let place = |x: usize,
+                 gi: usize,
+                 groups: &mut Vec<Vec<usize>>,
+                 owner: &mut Vec<usize>,
+                 by_fill: &mut Vec<std::collections::BTreeSet<usize>>| {
+        let f = groups[gi].len();
+        by_fill[f].remove(&gi);
+        by_fill[f + 1].insert(gi);
+        owner[x] = gi;
+        groups[gi].push(x);
+    };
     for c in clusters {
-        aff.iter_mut().for_each(|a| *a = 0.0);
         for &x in &c {
-            for y in 0..i_n {
-                if owner[y] != usize::MAX {
-                    aff[owner[y]] += mat[x * i_n + y];
+            for (y, w) in g.row(x) {
+                let o = owner[y];
+                if o != usize::MAX {
+                    if aff[o] == 0.0 {
+                        hit.push(o);
+                    }
+                    aff[o] += w;
                 }
             }
         }
-        let pick = |need: usize, groups: &Vec<Vec<usize>>| {
-            (0..g_n)
-                .filter(|&g| groups[g].len() + need <= k)
-                .max_by(|&a, &b| {
-                    aff[a]
-                        .total_cmp(&aff[b])
-                        .then(groups[a].len().cmp(&groups[b].len()))
-                        .then(b.cmp(&a))
-                })
-        };
-        if let Some(g) = pick(c.len(), &groups) {
+        if let Some(gi) = pick(c.len(), &groups, &aff, &hit, &by_fill) {
             for &x in &c {
-                owner[x] = g;
+                place(x, gi, &mut groups, &mut owner, &mut by_fill);
             }
-            groups[g].extend(c);
         } else {
-            for x in c {
-                if let Some(g) = pick(1, &groups) {
-                    owner[x] = g;
-                    groups[g].push(x);
+            for &x in &c {
+                if let Some(gi) = pick(1, &groups, &aff, &hit, &by_fill) {
+                    place(x, gi, &mut groups, &mut owner, &mut by_fill);
                 }
             }
         }
+        for &o in &hit {
+            aff[o] = 0.0;
+        }
+        hit.clear();
     }
     // 4. exchanges while they help (at most two passes).
-    let mut cg = vec![0.0; i_n * g_n];
+    exchange(g, &mut owner, &mut groups, 2);
+    for m in &mut groups {
+        m.sort_unstable();
+    }
+    groups
+}
+
+/// [`exchange`] looks at the members of an item's most preferred groups only, this many (dense
+/// matrices would otherwise make every group a candidate of every item).
+const EXCHANGE_GROUPS: usize = 8;
+
+/// Pairwise exchanges between groups (of equal-shape items) that lower the weight leaving the
+/// groups, at most `passes` passes. `aff[x]` holds x's weight towards each group it touches
+/// (sorted by group); an exchange of x (group a) and y (group b) gains
+/// `aff(x,b) - aff(x,a) + aff(y,a) - aff(y,b) - 2 w(x,y)`, which is positive only if x prefers b or y
+/// prefers a, so each item only looks at the members of the groups it prefers to its own (the
+/// other case is found from the other item), the [`EXCHANGE_GROUPS`] it prefers most. Each item takes its best exchange (ties: lower index).
+fn exchange(g: &Graph, owner: &mut [usize], groups: &mut [Vec<usize>], passes: usize) {
+    let i_n = owner.len();
+    let g_n = groups.len();
+    let mut acc = vec![0.0; g_n];
+    let mut hit: Vec<usize> = Vec::new();
+    let mut aff: Vec<Vec<(u32, f64)>> = Vec::with_capacity(i_n);
     for x in 0..i_n {
-        for y in 0..i_n {
-            cg[x * g_n + owner[y]] += mat[x * i_n + y];
+        for (y, w) in g.row(x) {
+            let o = owner[y];
+            if acc[o] == 0.0 {
+                hit.push(o);
+            }
+            acc[o] += w;
+        }
+        hit.sort_unstable();
+        aff.push(hit.iter().map(|&o| (o as u32, acc[o])).collect());
+        for &o in &hit {
+            acc[o] = 0.0;
+        }
+        hit.clear();
+    }
+    fn get(a: &[(u32, f64)], gi: usize) -> f64 {
+        a.binary_search_by_key(&(gi as u32), |e| e.0)
+            .map_or(0.0, |i| a[i].1)
+    }
+    fn add(a: &mut Vec<(u32, f64)>, gi: usize, v: f64) {
+        match a.binary_search_by_key(&(gi as u32), |e| e.0) {
+            Ok(i) => a[i].1 += v,
+            Err(i) => a.insert(i, (gi as u32, v)),
         }
     }
-    for _ in 0..2 {
+    let mut prefer: Vec<(f64, usize)> = Vec::new();
+    for _ in 0..passes {
         let mut improved = false;
         for x in 0..i_n {
-            for y in x + 1..i_n {
-                let (a, b) = (owner[x], owner[y]);
-                if a == b {
-                    continue;
-                }
-                let gain = cg[x * g_n + b] - cg[x * g_n + a] + cg[y * g_n + a]
-                    - cg[y * g_n + b]
-                    - 2.0 * mat[x * i_n + y];
-                if gain > 1e-9 * (1.0 + cg[x * g_n + a].abs()) {
-                    for z in 0..i_n {
-                        let (mx, my) = (mat[z * i_n + x], mat[z * i_n + y]);
-                        cg[z * g_n + a] += my - mx;
-                        cg[z * g_n + b] += mx - my;
+            let a = owner[x];
+            let ax = get(&aff[x], a);
+            let mut best: Option<(f64, usize)> = None;
+            prefer.clear();
+            prefer.extend(
+                aff[x]
+                    .iter()
+                    .filter(|&&(b, bx)| b as usize != a && bx > ax)
+                    .map(|&(b, bx)| (bx, b as usize)),
+            );
+            if prefer.len() > EXCHANGE_GROUPS {
+                prefer.select_nth_unstable_by(EXCHANGE_GROUPS, |p, q| {
+                    q.0.total_cmp(&p.0).then(p.1.cmp(&q.1))
+                });
+                prefer.truncate(EXCHANGE_GROUPS);
+            }
+            for &(bx, b) in &prefer {
+                for &y in &groups[b] {
+                    let gain = bx - ax + get(&aff[y], a) - get(&aff[y], b) - 2.0 * g.weight(x, y);
+                    if gain > 1e-9 * (1.0 + ax.abs())
+                        && best.is_none_or(|(bg, by)| gain > bg || (gain == bg && y < by))
+                    {
+                        best = Some((gain, y));
                     }
-                    owner[x] = b;
-                    owner[y] = a;
-                    improved = true;
                 }
             }
+            let Some((_, y)) = best else { continue };
+            let b = owner[y];
+            for (z, w) in g.row(x) {
+                add(&mut aff[z], a, -w);
+                add(&mut aff[z], b, w);
+            }
+            for (z, w) in g.row(y) {
+                add(&mut aff[z], b, -w);
+                add(&mut aff[z], a, w);
+            }
+            owner[x] = b;
+            owner[y] = a;
+            if let Some(p) = groups[a].iter().position(|&m| m == x) {
+                groups[a][p] = y;
+            }
+            if let Some(p) = groups[b].iter().position(|&m| m == y) {
+                groups[b][p] = x;
+            }
+            improved = true;
         }
         if !improved {
             break;
         }
     }
-    let mut out: Vec<Vec<usize>> = vec![Vec::new(); g_n];
-    for x in 0..i_n {
-        out[owner[x]].push(x);
-    }
-    out
 }
 
 /// Balance's level (002 §2.3.3): items, heaviest communication load first, each to the vertex with
@@ -444,11 +613,25 @@ pub(crate) fn no_worse_than_identity(
     comm: &CommMatrix,
     candidate: Placement,
 ) -> Placement {
+    let graph = Graph::from_comm(comm, candidate.len(), candidate.len());
+    no_worse_than_identity_graph(tree, &graph, candidate)
+}
+
+/// [`no_worse_than_identity`] on the sparse graph of the matrix.
+fn no_worse_than_identity_graph(tree: &Tree, graph: &Graph, candidate: Placement) -> Placement {
     let n = candidate.len();
-    let mut best_cost = hop_cost(tree, comm, &candidate);
+    let idx = tree.leaf_index();
+    let cost = |p: &Placement| {
+        let lv: Vec<Option<usize>> = p
+            .iter()
+            .map(|&pu| idx.get(pu as usize).copied().flatten())
+            .collect();
+        graph.hop_cost(tree, &lv)
+    };
+    let mut best_cost = cost(&candidate);
     let mut best = candidate;
     for alt in [baselines::round_robin(tree, n), baselines::compact(tree, n)] {
-        let c = hop_cost(tree, comm, &alt);
+        let c = cost(&alt);
         if c < best_cost - 1e-9 * best_cost.abs() {
             best_cost = c;
             best = alt;
@@ -457,21 +640,33 @@ pub(crate) fn no_worse_than_identity(
     best
 }
 
+/// The communication-aware mappings' common path: the sparse graph once, the hierarchical
+/// mapping, the identity safeguard.
+fn checked(
+    tree: &Tree,
+    comm: &CommMatrix,
+    n: usize,
+    grouping: impl Fn(usize) -> Grouping,
+) -> Placement {
+    let total: usize = slots(tree, n).iter().sum();
+    let graph = Graph::from_comm(comm, n, total.max(n));
+    let p = hierarchical_graph(tree, &graph, n, grouping);
+    no_worse_than_identity_graph(tree, &graph, p)
+}
+
 /// EagerMap-style mapping (000 §4.4: kMAF computes the mapping with EagerMap from the sharing
 /// matrix and the hardware hierarchy): bottom-up greedy grouping over every level that shares
 /// hardware, top-down assignment; then never worse than the identity (see
 /// [`no_worse_than_identity`]). Counts: see the module documentation.
 pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
-    let p = hierarchical(tree, comm, n, |_| Grouping::Greedy);
-    no_worse_than_identity(tree, comm, p)
+    checked(tree, comm, n, |_| Grouping::Greedy)
 }
 
 /// Locality (002 §2.3.3 Fig. 2.5, computed as with TreeMatch: tasks that communicate most share the
 /// deepest possible subtree, minimising the tree hop cost), with the TreeMatch-style grouping at
 /// every level; never worse than the identity. Counts: see the module documentation.
 pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
-    let p = hierarchical(tree, comm, n, |_| Grouping::Agglomerate);
-    no_worse_than_identity(tree, comm, p)
+    checked(tree, comm, n, |_| Grouping::Agglomerate)
 }
 
 /// Balance (002 §2.3.3 Fig. 2.5: "maps the tasks that have the largest amount of communication to

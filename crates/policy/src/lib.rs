@@ -5,6 +5,7 @@ pub mod baselines;
 pub mod comm;
 pub mod deloc;
 pub mod export;
+mod graph;
 pub mod hier;
 pub mod imar;
 pub mod kmaf_data;

@@ -23,25 +23,27 @@ pub(crate) fn leaves(tree: &Tree, p: &Placement) -> Vec<Option<usize>> {
 
 /// Hop cost (issue 6): C = Σ_{i<j} w(i,j) · d(pu(i), pu(j)) with w the symmetric pair weight and d
 /// the [`Tree::distance`]. Tasks on PUs unknown to the tree count as at the root distance.
+///
+/// Computed as ½ Σ_{i≠j} comm[i][j] · d (d is symmetric), one scan of the matrix in row order.
 pub fn hop_cost(tree: &Tree, comm: &CommMatrix, p: &Placement) -> f64 {
     let lv = leaves(tree, p);
     let n = p.len().min(comm.len());
     let far = tree.depth() as u32;
     let mut c = 0.0;
     for i in 0..n {
-        for j in i + 1..n {
-            let w = pair_weight(comm, i, j);
-            if w == 0.0 {
+        for j in 0..n {
+            let v = comm.get(i, j);
+            if v == 0.0 || i == j {
                 continue;
             }
             let d = match (lv[i], lv[j]) {
                 (Some(a), Some(b)) => tree.distance(a, b),
                 _ => far,
             };
-            c += w * f64::from(d);
+            c += v * f64::from(d);
         }
     }
-    c
+    c / 2.0
 }
 
 /// Latency-weighted cost: Σ_{i<j} w(i,j) · lat(node(pu(i)), node(pu(j))), with lat the mean of the

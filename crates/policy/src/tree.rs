@@ -111,7 +111,18 @@ impl Tree {
             let Some((_, prev)) = kept.last() else {
                 continue;
             };
-            let nested = sets.iter().all(|s| prev.iter().any(|p| s.is_subset(p)));
+            // Nested: all PUs of each set lie in one set of the previous level (O(P) with a
+            // PU -> previous set index, instead of subset tests of every pair of sets).
+            let mut in_prev: std::collections::HashMap<u32, usize> =
+                std::collections::HashMap::with_capacity(all.len());
+            for (i, p) in prev.iter().enumerate() {
+                in_prev.extend(p.iter().map(|pu| (pu, i)));
+            }
+            let nested = sets.iter().all(|s| {
+                let mut it = s.iter().map(|pu| in_prev.get(&pu));
+                let first = it.next().flatten();
+                first.is_some() && it.all(|x| x == first)
+            });
             if !nested || (sets.len() <= prev.len() && kind != LevelKind::Pu) {
                 continue;
             }
