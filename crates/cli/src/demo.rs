@@ -39,6 +39,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
              only show placement on multi-node machines (in QEMU guests and in its simulator).\n"
         );
     }
+    print!("{}", mapping_example(&other)?);
     let me = std::process::id() as i32;
     match numaff_linux::view::process(me, &host, None) {
         Ok(view) => {
@@ -82,4 +83,40 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     println!("  numaff topo --export host.toml           save this machine as a machine file");
     println!("  numaff show $$                           where this shell's threads and pages are");
     Ok(())
+}
+
+/// A small thread-mapping example on the paper machine: one thread per PU, threads communicating in
+/// pairs (0,1), (2,3), ... but with shuffled ids, as real programs number them. Locality mapping puts
+/// each pair next to each other; compact and scatter, which ignore communication, do not.
+fn mapping_example(machine: &numaff_machine::Machine) -> Result<String> {
+    use numaff_policy::{map, quality::hop_cost, Algorithm, CommMatrix, MapInput, Tree};
+    let n = machine.pu_count().clamp(2, 16) / 2 * 2;
+    // A fixed shuffle: partner of thread i is (i * 5 + 3) % n's pair mate, made symmetric.
+    let order: Vec<usize> = (0..n).map(|i| (i * 5 + 3) % n).collect();
+    let mut comm = CommMatrix::new(n);
+    for k in (0..n).step_by(2) {
+        comm.add_pair(order[k], order[k + 1], 100.0);
+    }
+    let tree = Tree::from_machine(machine);
+    let mut out = format!(
+        "Thread mapping on {}: {n} threads that talk in pairs (ids shuffled); hop cost = Σ comm × distance:\n",
+        machine.name
+    );
+    for algo in [Algorithm::Compact, Algorithm::Scatter, Algorithm::Locality] {
+        let mut input = MapInput::new(machine, n);
+        input.comm = Some(&comm);
+        let placement = map(algo, &input)?;
+        let pus: Vec<String> = placement.iter().map(|p| p.to_string()).collect();
+        out.push_str(&format!(
+            "  {:<9} hop cost {:>6.0}   PUs of threads 0..{}: {}\n",
+            algo.to_string(),
+            hop_cost(&tree, &comm, &placement),
+            n - 1,
+            pus.join(" ")
+        ));
+    }
+    out.push_str(
+        "  `numaff map --compare --matrix M.csv --machine NAME` does this for your own matrix.\n\n",
+    );
+    Ok(out)
 }

@@ -244,3 +244,20 @@ fn issue2_xml_that_crashes_hwloc_is_an_error() {
         .stderr(predicate::str::contains("hwloc crashed (signal"))
         .stderr(predicate::str::contains("hwloc-crashes-hwloc.xml"));
 }
+
+/// The demo's mapping example: locality beats the communication-blind compact and scatter.
+#[test]
+fn issue6_demo_shows_locality_beating_compact_and_scatter() {
+    let out = numaff().arg("demo").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let cost = |name: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap();
+        let after = line.split("hop cost").nth(1).unwrap();
+        after.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    assert!(cost("locality") < cost("compact"), "{text}");
+    assert!(cost("locality") < cost("scatter"), "{text}");
+}
