@@ -1232,31 +1232,37 @@ fn cmd_bench(o: &Opts) -> R<()> {
     print_balancing();
     let b = alloc_on(0, n, 5)?;
     let addrs = b.addrs();
-    let mut node = 0i32;
     let mut best: BTreeMap<u64, f64> = BTreeMap::new();
     // One unmeasured round trip first, so every measured move finds the pages settled.
     for to in [1, 0] {
         raw_move(&addrs, to)?;
     }
+    // Each sample is a round trip, 0 -> 1 and back, so both directions weigh the same in every
+    // batch size (moving towards node 1 and towards node 0 cost differently in these guests).
     for rep in 0..reps {
         for &batch in &batches {
-            node = 1 - node;
-            let t0 = Instant::now();
-            let mut on = 0;
-            for chunk in addrs.chunks(batch as usize) {
-                on += raw_move(chunk, node)?;
+            let mut secs = [0.0f64; 2];
+            for (i, to) in [1, 0].into_iter().enumerate() {
+                let t0 = Instant::now();
+                let mut on = 0;
+                for chunk in addrs.chunks(batch as usize) {
+                    on += raw_move(chunk, to)?;
+                }
+                secs[i] = t0.elapsed().as_secs_f64();
+                if on != n {
+                    return Err(format!(
+                        "batch {batch}: only {on} of {n} pages reached node {to}"
+                    ));
+                }
             }
-            let secs = t0.elapsed().as_secs_f64();
-            let rate = n as f64 / secs;
+            let rate = 2.0 * n as f64 / (secs[0] + secs[1]);
             out(
                 "bench.sample",
-                format!("rep:{rep} batch:{batch} to:{node} seconds:{secs:.4} pages_per_s:{rate:.0} on_target:{on}"),
+                format!(
+                    "rep:{rep} batch:{batch} to1_s:{:.4} to0_s:{:.4} pages_per_s:{rate:.0}",
+                    secs[0], secs[1]
+                ),
             );
-            if on != n {
-                return Err(format!(
-                    "batch {batch}: only {on} of {n} pages reached node {node}"
-                ));
-            }
             let e = best.entry(batch).or_insert(0.0);
             *e = e.max(rate);
         }
@@ -1273,14 +1279,26 @@ fn cmd_bench(o: &Opts) -> R<()> {
     }
     // numaff's own path (query, then move what is not there yet, BATCH pages per call).
     let mut best_numaff = 0.0f64;
-    for _ in 0..reps {
-        node = 1 - node;
-        let t0 = Instant::now();
-        let c = moves::move_to_node(0, &addrs, node as u32, Scope::Private).map_err(e2s)?;
-        let rate = n as f64 / t0.elapsed().as_secs_f64();
-        if c.moved != n as u64 {
-            return Err(format!("numaff path: {}", fmt_counts(&c)));
+    for rep in 0..reps {
+        let mut secs = [0.0f64; 2];
+        for (i, to) in [1u32, 0].into_iter().enumerate() {
+            let t0 = Instant::now();
+            let c = moves::move_to_node(0, &addrs, to, Scope::Private).map_err(e2s)?;
+            secs[i] = t0.elapsed().as_secs_f64();
+            if c.moved != n as u64 {
+                return Err(format!("numaff path: {}", fmt_counts(&c)));
+            }
         }
+        let rate = 2.0 * n as f64 / (secs[0] + secs[1]);
+        out(
+            "bench.sample",
+            format!(
+                "rep:{rep} numaff batch:{} to1_s:{:.4} to0_s:{:.4} pages_per_s:{rate:.0}",
+                pages::BATCH,
+                secs[0],
+                secs[1]
+            ),
+        );
         best_numaff = best_numaff.max(rate);
     }
     out(
