@@ -123,14 +123,19 @@ fn note(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// The first seed of this run of the test binary (one for all three guests; each adds its offset).
 fn stress_base() -> u64 {
+    static BASE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BASE.get_or_init(first_seed)
+}
+
+fn first_seed() -> u64 {
     match std::env::var("NUMAFF_STRESS_SEED") {
         Ok(s) => s.parse().expect("NUMAFF_STRESS_SEED must be a number"),
         Err(_) => {
             let t = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap();
-            // Seconds, so the three guests of one `cargo test` share a base (and runs differ).
             (t.as_secs() % 1_000_000) * 10_000
         }
     }
@@ -254,7 +259,9 @@ fn check_stress(r: &Report, guest: &str) {
     let failed: Vec<&&str> = runs.iter().filter(|l| !l.starts_with("ok ")).collect();
     assert!(
         failed.is_empty(),
-        "stress failures (rerun with NUMAFF_STRESS_SEED=<seed>):\n{}",
+        "stress failures (the same random choices again: NUMAFF_STRESS_SEED={} cargo test -p \
+         numaff-testvm --test issue3_guests):\n{}",
+        stress_base(),
         failed
             .iter()
             .map(|s| s.to_string())
