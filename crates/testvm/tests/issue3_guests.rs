@@ -168,8 +168,8 @@ fn check_move(r: &Report, targets: &[u32]) {
     }
 }
 
-/// `migrate`: the child's buffer and every other page of it left node 0 for node 1, data intact.
-fn check_migrate(r: &Report) {
+/// `migrate`: the child's buffer and every other page of it left node 0 for node `to`, data intact.
+fn check_migrate(r: &Report, to: u32) {
     let n = r.num("migrate.pages");
     assert_eq!(r.nodes("migrate.before.query"), map(&[(0, n)]), "{}", r.raw);
     assert_eq!(
@@ -179,10 +179,10 @@ fn check_migrate(r: &Report) {
         r.raw
     );
     assert_eq!(r.num("migrate.not_moved"), 0, "{}", r.raw);
-    assert_eq!(r.nodes("migrate.after.query"), map(&[(1, n)]), "{}", r.raw);
+    assert_eq!(r.nodes("migrate.after.query"), map(&[(to, n)]), "{}", r.raw);
     assert_eq!(
         r.nodes("migrate.after.numa_maps"),
-        map(&[(1, n)]),
+        map(&[(to, n)]),
         "{}",
         r.raw
     );
@@ -414,7 +414,7 @@ fn issue3_two_nodes_move_migrate_exit_refuse_stress() {
     note(&format!("issue3 2-node guest: {:.1} s", r.seconds));
     assert_eq!(r.get("numa_balancing"), "Disabled", "{}", r.raw);
     check_move(&r, &[1]);
-    check_migrate(&r);
+    check_migrate(&r, 1);
     check_exit_during(&r);
     check_eperm(&r);
     check_stress(&r, "2 nodes");
@@ -452,13 +452,14 @@ fn issue3_eight_nodes_policies_affinity_stress_with_numa_balancing() {
         &[
             "policy".into(),
             "affinity --node 2".into(),
-            "migrate --pages 1024 --from 0 --to 1".into(),
+            "migrate --pages 1024 --from 0 --to 7".into(),
             format!("stress --runs 15 --seed {base} --pages 1024 --max-ms 300"),
         ],
     );
     note(&format!("issue3 8-node guest: {:.1} s", r.seconds));
     check_policy(&r, 8);
     check_affinity(&r, 2);
+    check_migrate(&r, 7);
     check_stress(&r, "8 nodes, NUMA balancing on");
 }
 
