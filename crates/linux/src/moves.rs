@@ -261,20 +261,20 @@ fn raw_move(
     }
 }
 
-/// Whether `pid` has exited but is not yet reaped (a zombie has no memory: the kernel says EINVAL).
-fn is_zombie(pid: i32) -> bool {
+/// Whether `pid` has exited or is exiting: a zombie not yet reaped, or a process killed part way
+/// through exit (PF_EXITING) whose memory is already released. Either has no mm, and the kernel says
+/// EINVAL to move_pages and migrate_pages on it.
+fn has_exited(pid: i32) -> bool {
     let path = std::path::PathBuf::from(format!("/proc/{pid}/stat"));
     match crate::error::read_text(&path) {
-        Ok(text) => {
-            crate::tasks::parse_stat(text.trim_end()).is_ok_and(|s| matches!(s.state, 'Z' | 'X'))
-        }
+        Ok(text) => crate::tasks::parse_stat(text.trim_end()).is_ok_and(|s| s.exiting()),
         Err(_) => true,
     }
 }
 
-/// The errno to report: EINVAL on a process that exited (zombie, no memory left) is ESRCH.
+/// The errno to report: EINVAL on a process that exited or is exiting (no memory left) is ESRCH.
 fn exited_or(pid: i32, errno: i32) -> i32 {
-    if errno == libc::EINVAL && pid != 0 && is_zombie(pid) {
+    if errno == libc::EINVAL && pid != 0 && has_exited(pid) {
         libc::ESRCH
     } else {
         errno
@@ -509,12 +509,12 @@ mod tests {
         let pid = child.id() as i32;
         // Not reaped yet: wait until it is a zombie.
         for _ in 0..500 {
-            if is_zombie(pid) {
+            if has_exited(pid) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        assert!(is_zombie(pid));
+        assert!(has_exited(pid));
         let e = move_to_node(pid, &[4096], 0, Scope::Private).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -37,6 +37,21 @@ pub struct Stat {
     pub cpu_ticks: u64,
     /// Field 39.
     pub processor: u32,
+    /// Field 9: the kernel's task flags (PF_*), e.g. [`PF_EXITING`].
+    pub flags: u64,
+}
+
+/// The task flag set from the start of exit (before its memory is released and long before it is
+/// a zombie): a process that has it is gone for numaff's purposes.
+pub const PF_EXITING: u64 = 0x4;
+
+impl Stat {
+    /// Whether the task has exited or is exiting: zombie or dead state, or PF_EXITING set. (A killed
+    /// process drops its memory in exit_mm() while its state still reads R or D; the kernel then
+    /// answers EINVAL, not ESRCH, to move_pages and migrate_pages on it.)
+    pub fn exiting(&self) -> bool {
+        matches!(self.state, 'Z' | 'X') || self.flags & PF_EXITING != 0
+    }
 }
 
 /// Parses a stat line. comm is everything between the first '(' and the *last* ')', so names that
@@ -75,6 +90,7 @@ pub fn parse_stat(line: &str) -> Result<Stat, String> {
             .map_err(|_| "field 4 out of range".to_string())?,
         cpu_ticks: num(14)? + num(15)?,
         processor: u32::try_from(processor).map_err(|_| "field 39 out of range".to_string())?,
+        flags: num(9)?,
     })
 }
 
@@ -293,7 +309,19 @@ mod tests {
         assert_eq!(s.ppid, 4200);
         assert_eq!(s.cpu_ticks, 300);
         assert_eq!(s.processor, 1);
+        assert_eq!(s.flags, 4194560);
+        assert!(!s.exiting());
         assert_eq!(ticks_to_ns(300, 100), 3_000_000_000);
+    }
+
+    #[test]
+    fn exiting_from_state_or_pf_exiting() {
+        // Killed, memory released, not yet a zombie: state R, flags with PF_EXITING (0x4).
+        let killed = STAT.replace(" 4194560 ", &format!(" {} ", 4194560 | PF_EXITING));
+        let s = parse_stat(&killed).unwrap();
+        assert_eq!((s.state, s.exiting()), ('R', true));
+        let zombie = STAT.replace(") R 4200", ") Z 4200");
+        assert!(parse_stat(&zombie).unwrap().exiting());
     }
 
     #[test]
