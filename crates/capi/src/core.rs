@@ -459,7 +459,9 @@ impl Library {
         let before = pages::query(0, &addrs)?;
         let mut absent: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
         for (i, s) in before.status.iter().enumerate() {
-            if *s == PageStatus::NotPresent {
+            // Never-touched pages read as -ENOENT, or as -EFAULT where not even their page table
+            // exists yet (move_pages' FOLL_DUMP walk); the array is mapped, so both mean absent.
+            if matches!(s, PageStatus::NotPresent | PageStatus::BadAddress) {
                 let runs = absent.entry(targets[i]).or_default();
                 match runs.last_mut() {
                     Some((start, n)) if *start + *n * self.page == addrs[i] => *n += 1,
@@ -502,7 +504,11 @@ impl Library {
         let a = self.array(addr)?;
         let st = pages::query_range(0, a.addr as u64, a.mapped as u64)?;
         let mut m = st.per_node();
-        let absent = st.not_present() as u64;
+        let absent = st
+            .status
+            .iter()
+            .filter(|s| matches!(s, PageStatus::NotPresent | PageStatus::BadAddress))
+            .count() as u64;
         if absent > 0 {
             m.insert(u32::MAX, absent);
         }

@@ -4,16 +4,22 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// target/<profile>, where cargo puts libnumaff.so and libnumaff.a (the test binary is in deps/).
+/// target/<profile>/deps, where `cargo test` builds libnumaff.so beside the test binary (it is
+/// copied up to target/<profile> only by `cargo build`, so the copy there may be stale).
 pub fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let dir = exe.parent().unwrap().to_path_buf();
     assert!(
         dir.join("libnumaff.so").exists(),
         "no libnumaff.so in {}",
         dir.display()
     );
     dir
+}
+
+/// target/<profile>.
+pub fn profile_dir() -> PathBuf {
+    lib_dir().parent().unwrap().to_path_buf()
 }
 
 pub fn crate_dir() -> PathBuf {
