@@ -5,12 +5,13 @@ set -euo pipefail
 
 # qemu-system-x86 and busybox-static: the multi-node QEMU guests of the test suite (crates/testvm);
 # their guest kernel comes from apt at test time (cached under target/testvm).
+# cmake: the libnumaff test that builds a C program through find_package(numaff).
 # openmpi-bin, libopenmpi-dev and libomp-14-dev: the real consumers of `numaff map --export`
 # (mpirun reads rankfiles, LLVM's libomp reads KMP_AFFINITY; libgomp comes with gcc).
 # scotch and libscotch-dev: scotch_gmap for the side-by-side mapping benchmark
 # (crates/policy/examples/vs_scotch.rs; not run by the tests).
 packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev qemu-system-x86 busybox-static
-  openmpi-bin libopenmpi-dev libomp-14-dev scotch libscotch-dev)
+  openmpi-bin libopenmpi-dev libomp-14-dev scotch libscotch-dev cmake)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,104 @@
+//! `make install PREFIX=DIR` lays out lib/, include/ and lib/pkgconfig/ (and the CMake package), and
+//! a C program builds against the installed library with `pkg-config --cflags --libs numaff` and
+//! with CMake's find_package(numaff), and runs.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::run;
+
+const PROGRAM: &str = r#"
+#include <stdio.h>
+#include <numaff.h>
+int main(void) {
+  if (numaff_init() != 0) { printf("init: %s\n", numaff_last_error()); return 1; }
+  double *a = numaff_alloc_1d(1 << 16, sizeof(double));
+  int rc = numaff_cyclic(a);
+  printf("installed %s cyclic %d nodes %d\n", numaff_version(), rc, numaff_node_count());
+  numaff_free(a);
+  return numaff_final();
+}
+"#;
+
+fn make_install(prefix: &Path) {
+    // The debug profile: the tests' own build is up to date, so this only copies files.
+    let mut make = Command::new("make");
+    make.arg("-C")
+        .arg(common::crate_dir())
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .arg("PROFILE=debug");
+    // The test binary's own target dir, wherever CARGO_TARGET_DIR put it.
+    make.env(
+        "CARGO_TARGET_DIR",
+        common::profile_dir().parent().unwrap().as_os_str(),
+    );
+    run(&mut make);
+}
+
+#[test]
+fn make_install_then_build_with_pkg_config_and_cmake() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    make_install(&prefix);
+    for f in [
+        "include/numaff.h",
+        "lib/libnumaff.so",
+        "lib/libnumaff.so.0",
+        "lib/libnumaff.so.0.1.0",
+        "lib/libnumaff.a",
+        "lib/pkgconfig/numaff.pc",
+        "lib/cmake/numaff/numaffConfig.cmake",
+        "lib/cmake/numaff/numaffConfigVersion.cmake",
+    ] {
+        assert!(prefix.join(f).exists(), "{f} not installed");
+    }
+
+    // pkg-config
+    let src = dir.path().join("prog.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let pc_path = prefix.join("lib/pkgconfig");
+    let flags = run(Command::new("pkg-config")
+        .args(["--cflags", "--libs", "numaff"])
+        .env("PKG_CONFIG_PATH", &pc_path));
+    assert!(flags.contains("-lnumaff"), "{flags}");
+    let version = run(Command::new("pkg-config")
+        .args(["--modversion", "numaff"])
+        .env("PKG_CONFIG_PATH", &pc_path));
+    assert_eq!(version.trim(), "0.1.0");
+    let exe = dir.path().join("prog");
+    let mut cc = Command::new("gcc");
+    cc.args(["-std=c99", "-Wall", "-Werror"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .args(flags.split_whitespace());
+    run(&mut cc);
+    let out = run(Command::new(&exe).env("LD_LIBRARY_PATH", prefix.join("lib")));
+    assert!(out.contains("installed 0.1.0 cyclic 0"), "{out}");
+
+    // CMake: find_package(numaff 0.1 CONFIG) and the imported target.
+    let proj = dir.path().join("cmake");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(proj.join("prog.c"), PROGRAM).unwrap();
+    std::fs::write(
+        proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.13)\nproject(p C)\n\
+         find_package(numaff 0.1 REQUIRED CONFIG)\n\
+         add_executable(prog prog.c)\ntarget_link_libraries(prog numaff::numaff)\n",
+    )
+    .unwrap();
+    let build = proj.join("build");
+    run(Command::new("cmake")
+        .arg("-S")
+        .arg(&proj)
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())));
+    run(Command::new("cmake").arg("--build").arg(&build));
+    let out = run(Command::new(build.join("prog")).env("LD_LIBRARY_PATH", prefix.join("lib")));
+    assert!(out.contains("installed 0.1.0 cyclic 0"), "{out}");
+}
