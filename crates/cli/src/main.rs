@@ -5,6 +5,7 @@ mod apply;
 mod demo;
 mod map;
 mod show;
+mod sim;
 mod topo;
 
 use std::process::ExitCode;
@@ -58,6 +59,16 @@ enum Command {
   numaff apply app.toml --skip 0x2 -- ./omp_prog     leave the 2nd created thread unpinned
   numaff apply app.toml -v -- ./prog                 report every thread as it is pinned")]
     Apply(apply::ApplyArgs),
+    /// Run a workload on a simulated machine (one of the papers' machines) with a static thread and
+    /// data placement and print what the papers measure: makespan, local/remote accesses, LLC
+    /// misses, memory-controller queueing, interconnect volume, c2c transfers, migrations, energy.
+    #[command(after_help = "Examples:
+  numaff sim --list-workloads
+  numaff sim --machine kmaf-sim-4x2 --workload nas-sp --threads compact --data oracle-local
+  numaff sim --machine laso-hpl --workload parsec-streamcluster --data interleave --json
+  numaff sim --machine kmaf-sim-4x2 --workload my.toml --threads 0,2,4,6 --data bind:0
+  numaff sim --machine laso-lpl --measure        the simulated MLC matrices")]
+    Sim(sim::SimArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +84,7 @@ fn main() -> ExitCode {
         Command::Topo(args) => topo::run(&args),
         Command::Show(args) => show::run(&args),
         Command::Map(args) => map::run(&args),
+        Command::Sim(args) => sim::run(&args),
         Command::Apply(args) => match apply::run(&args) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),

@@ -60,6 +60,31 @@ pub struct InducedFaults {
     pub scan: bool,
 }
 
+/// A Linux-scheduler-like default for unpinned threads (the "OS" baseline of the papers): every
+/// `interval_ns` the balancer first moves threads off PUs that run several onto idle PUs (load
+/// balance, as CFS's periodic balancing does), then moves each other running thread with
+/// probability `move_probability` to a random idle PU, or swaps it with a random thread when none
+/// is idle (the wake-up and NUMA-unaware migrations that make the OS baseline lose locality).
+/// Each move costs `thread_migration_ns` and leaves the caches cold. It acts on every thread of the
+/// run; the initial spread is [`crate::os_placement`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OsScheduler {
+    /// Time between two balancing rounds, ns (CFS balances busy domains every few ms; the
+    /// default 1 ms is scaled down with the simulated programs, which run for milliseconds).
+    pub interval_ns: u64,
+    /// Probability that a balanced thread is moved anyway in a round.
+    pub move_probability: f64,
+}
+
+impl Default for OsScheduler {
+    fn default() -> Self {
+        OsScheduler {
+            interval_ns: 1_000_000,
+            move_probability: 0.05,
+        }
+    }
+}
+
 /// Energy model: static power times makespan plus energy per event. The per-event figures are the
 /// order of magnitude McPAT/CACTI (kMAF §3) and DRAM datasheets give for 22-32 nm servers; they
 /// make the energy estimate proportional to what moved, not a calibrated measurement.
@@ -134,6 +159,9 @@ pub struct SimConfig {
     pub induced_faults: Option<InducedFaults>,
     /// Energy constants.
     pub energy: EnergyModel,
+    /// Linux-like balancing of the threads (the "os" thread placement), off when `None`.
+    #[serde(default)]
+    pub os_scheduler: Option<OsScheduler>,
 }
 
 impl Default for SimConfig {
@@ -155,6 +183,7 @@ impl Default for SimConfig {
             hw_sampling: None,
             induced_faults: None,
             energy: EnergyModel::default(),
+            os_scheduler: None,
         }
     }
 }

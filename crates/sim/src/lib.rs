@@ -13,11 +13,13 @@ pub mod fabric;
 pub mod measure;
 pub mod report;
 pub mod rng;
+mod sched;
 mod sim;
 pub mod stream;
 
-pub use config::{EnergyModel, HwSampling, InducedFaults, SimConfig};
+pub use config::{EnergyModel, HwSampling, InducedFaults, OsScheduler, SimConfig};
 pub use measure::{measure, Measurement};
 pub use report::{Report, ThreadReport};
+pub use sched::os_placement;
 pub use sim::Simulator;
 pub use stream::{Access, DataPolicy, Op, ProcessSpec, ThreadSpec};

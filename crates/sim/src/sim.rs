@@ -182,6 +182,7 @@ pub struct Simulator {
     stats: Stats,
     mem_nodes: Vec<usize>,
     next_induced: f64,
+    next_balance: f64,
 }
 
 impl Simulator {
@@ -294,6 +295,11 @@ impl Simulator {
             .as_ref()
             .map(|f| f.interval_ns as f64)
             .unwrap_or(f64::INFINITY);
+        let next_balance = cfg
+            .os_scheduler
+            .as_ref()
+            .map(|o| o.interval_ns.max(1) as f64)
+            .unwrap_or(f64::INFINITY);
         Simulator {
             machine: machine.clone(),
             rng: Rng::new(cfg.seed),
@@ -312,6 +318,7 @@ impl Simulator {
             stats: Stats::default(),
             mem_nodes,
             next_induced,
+            next_balance,
         }
     }
 
@@ -467,6 +474,17 @@ impl Simulator {
         self.report()
     }
 
+    /// Memory accesses issued so far.
+    pub fn accesses(&self) -> u64 {
+        self.stats.accesses
+    }
+
+    /// Whether threads are left that nothing will ever run again (all waiting at a barrier that
+    /// cannot complete): nothing is runnable yet not every thread has finished.
+    pub fn stuck(&self) -> bool {
+        self.heap.is_empty() && !self.all_done()
+    }
+
     /// Whether every thread has finished.
     pub fn all_done(&self) -> bool {
         self.threads.iter().all(|t| t.state == State::Done)
@@ -485,6 +503,11 @@ impl Simulator {
                 self.induce_faults();
                 continue;
             }
+            if clock >= self.next_balance {
+                self.heap.push(Reverse((bits, p)));
+                self.os_balance();
+                continue;
+            }
             let next = self
                 .heap
                 .peek()
@@ -492,7 +515,8 @@ impl Simulator {
                 .unwrap_or(f64::INFINITY);
             let horizon = (next + self.cfg.quantum_ns)
                 .min(limit)
-                .min(self.next_induced);
+                .min(self.next_induced)
+                .min(self.next_balance);
             self.run_pu(p, horizon);
             if self.pus[p].runq.is_empty() {
                 self.pus[p].in_heap = false;
@@ -533,6 +557,100 @@ impl Simulator {
             }
         }
         self.next_induced += cfg.interval_ns.max(1) as f64;
+    }
+
+    /// One round of the Linux-like balancer ([`crate::OsScheduler`]) at time `next_balance`.
+    fn os_balance(&mut self) {
+        let Some(cfg) = self.cfg.os_scheduler.clone() else {
+            self.next_balance = f64::INFINITY;
+            return;
+        };
+        let at = self.next_balance;
+        self.next_balance += cfg.interval_ns.max(1) as f64;
+        let live: Vec<usize> = (0..self.threads.len())
+            .filter(|&t| {
+                self.threads[t].state != State::Done && self.procs[self.threads[t].proc].start <= at
+            })
+            .collect();
+        if live.is_empty() {
+            if self.all_done() {
+                self.next_balance = f64::INFINITY;
+            }
+            return;
+        }
+        let mut load = vec![0usize; self.pus.len()];
+        for &t in &live {
+            load[self.threads[t].pu] += 1;
+        }
+        let mut moved = vec![false; self.threads.len()];
+        // Load balance: threads sharing a PU go to idle PUs.
+        for &t in &live {
+            let from = self.threads[t].pu;
+            if load[from] > 1 {
+                let idle: Vec<usize> = (0..self.pus.len()).filter(|&p| load[p] == 0).collect();
+                if idle.is_empty() {
+                    break;
+                }
+                let to = idle[self.rng.below(idle.len() as u64) as usize];
+                load[from] -= 1;
+                load[to] += 1;
+                self.relocate(t, to, at);
+                moved[t] = true;
+            }
+        }
+        // Occasional moves of balanced threads: to an idle PU, or a swap.
+        for &t in &live {
+            if moved[t] || self.rng.unit() >= cfg.move_probability {
+                continue;
+            }
+            let from = self.threads[t].pu;
+            let idle: Vec<usize> = (0..self.pus.len()).filter(|&p| load[p] == 0).collect();
+            if !idle.is_empty() {
+                let to = idle[self.rng.below(idle.len() as u64) as usize];
+                load[from] -= 1;
+                load[to] += 1;
+                self.relocate(t, to, at);
+            } else {
+                let others: Vec<usize> = live
+                    .iter()
+                    .copied()
+                    .filter(|&o| !moved[o] && self.threads[o].pu != from)
+                    .collect();
+                if others.is_empty() {
+                    continue;
+                }
+                let o = others[self.rng.below(others.len() as u64) as usize];
+                let to = self.threads[o].pu;
+                self.relocate(t, to, at);
+                self.relocate(o, from, at);
+                moved[o] = true;
+            }
+            moved[t] = true;
+        }
+    }
+
+    /// Moves thread `ti` to PU `to` at time `at` (the balancer's moves): its outstanding accesses
+    /// complete, it pays the migration cost, and its caches stay behind.
+    fn relocate(&mut self, ti: usize, to: usize, at: f64) {
+        let from = self.threads[ti].pu;
+        if from == to {
+            return;
+        }
+        let cost = self.cfg.thread_migration_ns;
+        let th = &mut self.threads[ti];
+        let drained = th.window.iter().copied().fold(at, f64::max);
+        th.window.clear();
+        th.pu = to;
+        th.migrations += 1;
+        th.ready_at = th.ready_at.max(drained) + cost;
+        th.allowed = CpuSet::new();
+        th.allowed.insert(self.pus[to].cpu);
+        self.stats.migrations += 1;
+        self.stats.migration_cost += cost;
+        if self.threads[ti].state == State::Ready {
+            self.pus[from].runq.retain(|&x| x != ti);
+            self.enqueue(ti, to);
+        }
     }
 
     /// The thread to run next on PU `p`, handling time slices; None when its run queue is empty.

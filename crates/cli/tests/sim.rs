@@ -1,0 +1,170 @@
+//! Issue 4: `numaff sim` as a user runs it: the workload list, the JSON of a run and of --measure,
+//! workload files, errors.
+#![allow(clippy::unwrap_used)] // helpers of tests
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn numaff() -> Command {
+    Command::cargo_bin("numaff").unwrap()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = numaff().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn issue4_sim_list_workloads_snapshot() {
+    let out = numaff().args(["sim", "--list-workloads"]).output().unwrap();
+    assert!(out.status.success());
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn issue4_sim_json_shape() {
+    let v = json(&[
+        "sim",
+        "--machine",
+        "kmaf-sim-4x2",
+        "--workload",
+        "nas-sp",
+        "--scale",
+        "0.25",
+        "--threads",
+        "compact",
+        "--data",
+        "oracle-local",
+        "--json",
+    ]);
+    for key in [
+        "makespan_ns",
+        "local_accesses",
+        "remote_accesses",
+        "llc_misses",
+        "imc_queue_ns",
+        "interconnect_bytes",
+        "c2c_transfers",
+        "migrations",
+        "energy_j",
+    ] {
+        assert!(v[key].is_number(), "{key} missing in {v}");
+    }
+    assert!(v["makespan_ns"].as_u64().unwrap() > 0);
+    assert_eq!(v["report"]["threads"].as_array().unwrap().len(), 8);
+    // The os policy moves threads now and then; the same seed gives the same run.
+    let os = |seed: &str| {
+        json(&[
+            "sim",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--workload",
+            "nas-is",
+            "--scale",
+            "0.25",
+            "--seed",
+            seed,
+            "--json",
+        ])
+    };
+    assert_eq!(os("3")["report"], os("3")["report"]);
+}
+
+#[test]
+fn issue4_sim_measure_json_matrices() {
+    let v = json(&["sim", "--machine", "kmaf-sim-4x2", "--measure", "--json"]);
+    let lat = v["latency_ns"].as_array().unwrap();
+    let bw = v["bandwidth_mbs"].as_array().unwrap();
+    assert_eq!((lat.len(), bw.len()), (4, 4));
+    for i in 0..4 {
+        let row = lat[i].as_array().unwrap();
+        assert_eq!(row.len(), 4);
+        let local = row[i].as_f64().unwrap();
+        assert!(row.iter().all(|x| x.as_f64().unwrap() >= local));
+        assert!(bw[i][i].as_f64().unwrap() > bw[i][(i + 2) % 4].as_f64().unwrap());
+    }
+}
+
+#[test]
+fn issue4_sim_workload_file_explicit_cpus_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.toml");
+    std::fs::write(
+        &path,
+        r#"name = "two"
+description = "two CG-like programs"
+follows = "a test"
+[[program]]
+kernel = "cg"
+threads = 2
+lines = 512
+iterations = 2
+compute_cycles = 1
+write_fraction = 0.0
+[[program]]
+kernel = "ep"
+threads = 2
+lines = 64
+iterations = 2
+compute_cycles = 10
+write_fraction = 0.5
+start_ns = 5000
+"#,
+    )
+    .unwrap();
+    let v = json(&[
+        "sim",
+        "--machine",
+        "kmaf-sim-4x2",
+        "--workload",
+        path.to_str().unwrap(),
+        "--threads",
+        "0,2,4,6",
+        "--data",
+        "bind:1",
+        "--json",
+    ]);
+    let cpus: Vec<u64> = v["report"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["cpu"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, vec![0, 2, 4, 6]);
+    numaff()
+        .args(["sim", "--machine", "kmaf-sim-4x2", "--workload", "nas-xx"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("known workloads: nas-bt"));
+    numaff()
+        .args([
+            "sim",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--workload",
+            "nas-ep",
+            "--data",
+            "bind:9",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no node 9"));
+    numaff()
+        .args([
+            "sim",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--workload",
+            "nas-ep",
+            "--threads",
+            "0,99",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("cpu 99"));
+}

@@ -1,0 +1,425 @@
+//! The generators: for a [`Program`] and one of its threads, the thread's [`Step`]s. Every kernel
+//! is a function of the program's parameters only (no machine, no run seed), so a profiling pass
+//! that replays the same steps sees exactly the accesses the simulated run will issue.
+//!
+//! Notation: `n` threads, `L` = `lines` per thread, `c` = `compute_cycles`, `w` = `write_fraction`.
+//! Thread `t` works, in phase `p`, on share `b = (t + p * phase_shift) mod n` of each array
+//! (dynamic behaviour: a shift moves the work away from where first touch put the data). "Halo"
+//! is `L / 8` lines of a neighbouring share.
+
+use crate::ops::{mix, Step, LINE};
+use crate::spec::{Init, Kernel, Program};
+
+/// Where a program's arrays live: array `k` starts at `base + k * gap`.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    base: u64,
+    gap: u64,
+}
+
+impl Layout {
+    fn array(&self, k: u64) -> u64 {
+        self.base + k * self.gap
+    }
+}
+
+/// Arrays per task and the address space per task (queued kernels get their own).
+const ARRAYS: u64 = 8;
+
+/// Task `task` (0 = the program's kernel, then its queued ones) gets 2^40 bytes of address space
+/// from `task + 1` TiB; its arrays are spaced by a power of two at least 4 x the array size.
+fn layout(p: &Program, n: u64, task: u64) -> Layout {
+    let biggest = (4 * n * p.lines * LINE).max(1 << 22);
+    let gap = biggest.next_power_of_two().min((1 << 40) / ARRAYS);
+    Layout {
+        base: (task + 1) << 40,
+        gap,
+    }
+}
+
+/// The steps of thread `t` of `n` for program `p` and its queued kernels.
+pub fn thread_steps(p: &Program, n: u32, t: u32) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for (task, q) in std::iter::once(p).chain(p.then.iter()).enumerate() {
+        let lay = layout(q, u64::from(n), task as u64);
+        if !steps.is_empty() {
+            steps.push(Step::Barrier);
+        }
+        kernel_steps(q, u64::from(n), u64::from(t), lay, &mut steps);
+    }
+    steps
+}
+
+/// One array of a kernel: its index in the layout and its lines per share.
+struct Array {
+    index: u64,
+    lines_per_share: u64,
+}
+
+/// The arrays each kernel allocates (index, lines per thread's share), for initialisation.
+fn arrays(k: Kernel, l: u64) -> Vec<Array> {
+    let a = |index, lines_per_share: u64| Array {
+        index,
+        lines_per_share: lines_per_share.max(1),
+    };
+    match k {
+        Kernel::Bt | Kernel::Sp | Kernel::Lu | Kernel::Facesim | Kernel::Fluidanimate => {
+            vec![a(0, l)]
+        }
+        Kernel::Ua => vec![a(0, l)],
+        Kernel::Mg => vec![a(0, l), a(1, l / 8), a(2, l / 64)],
+        Kernel::Cg => vec![a(0, l), a(1, l / 8), a(2, l / 8)],
+        Kernel::Ft => vec![a(0, l), a(1, l)],
+        Kernel::Is => vec![a(0, l), a(1, l)],
+        Kernel::Dc => vec![a(0, l), a(1, l / 2)],
+        Kernel::Ep => vec![a(0, l)],
+        Kernel::Streamcluster => vec![a(0, l), a(1, 4), a(2, l / 16)],
+        Kernel::Canneal => vec![a(0, l)],
+        Kernel::Dedup | Kernel::Ferret => vec![a(0, l), a(5, l)],
+        Kernel::X264 => vec![a(0, l), a(1, l)],
+    }
+}
+
+fn kernel_steps(p: &Program, n: u64, t: u64, lay: Layout, out: &mut Vec<Step>) {
+    let l = p.lines;
+    let (c, w) = (p.compute_cycles, p.write_fraction);
+    // Initialisation.
+    let arrays = arrays(p.kernel, l);
+    match p.init {
+        Init::Master => {
+            if t == 0 {
+                for a in &arrays {
+                    out.push(Step::init(lay.array(a.index), n * a.lines_per_share));
+                }
+            }
+        }
+        Init::Parallel => {
+            for a in &arrays {
+                let s = a.lines_per_share;
+                out.push(Step::init(lay.array(a.index) + t * s * LINE, s));
+            }
+        }
+    }
+    out.push(Step::Barrier);
+    let share = |array: u64, lines: u64, b: u64| lay.array(array) + (b % n) * lines * LINE;
+    let halo = (l / 8).max(1);
+    let phases = u64::from(p.phases.max(1));
+    let iters = u64::from(p.iterations);
+    let seed = mix(p.seed ^ mix(t ^ 0xA5A5));
+    for it in 0..iters {
+        let phase = it * phases / iters.max(1);
+        let b = (t + phase * u64::from(p.phase_shift)) % n;
+        let (prev, next) = ((b + n - 1) % n, (b + 1) % n);
+        let rseed = mix(seed ^ it);
+        match p.kernel {
+            // Domain decomposition with neighbour exchange (000 §3.1 SP; 001 §5 BT/SP): update
+            // the own share, then read the facing halos of both neighbours.
+            Kernel::Sp | Kernel::Bt => {
+                out.push(Step::sweep(share(0, l, b), l, w, c));
+                out.push(Step::Barrier);
+                out.push(Step::sweep(
+                    share(0, l, prev) + (l - halo) * LINE,
+                    halo,
+                    0.0,
+                    c,
+                ));
+                out.push(Step::sweep(share(0, l, next), halo, 0.0, c));
+                out.push(Step::Barrier);
+            }
+            // SSOR wavefronts: the share in 4 chunks; at each step of the lower (upper) sweep a
+            // thread updates one chunk after reading the boundary its predecessor (successor)
+            // just wrote.
+            Kernel::Lu => {
+                let k = 4u64;
+                let chunk = (l / k).max(1);
+                for dir in 0..2u64 {
+                    for s in 0..(k + n - 1) {
+                        let pos = if dir == 0 { b } else { n - 1 - b };
+                        if s >= pos && s - pos < k {
+                            let j = s - pos;
+                            let (nb, j) = if dir == 0 {
+                                (prev, j)
+                            } else {
+                                (next, k - 1 - j)
+                            };
+                            let upstream_edge = if dir == 0 { l - halo / k } else { 0 };
+                            if (dir == 0 && b > 0) || (dir == 1 && b + 1 < n) {
+                                out.push(Step::sweep(
+                                    share(0, l, nb) + upstream_edge * LINE,
+                                    (halo / k).max(1),
+                                    0.0,
+                                    c,
+                                ));
+                            }
+                            out.push(Step::sweep(share(0, l, b) + j * chunk * LINE, chunk, w, c));
+                        }
+                        out.push(Step::Barrier);
+                    }
+                }
+            }
+            // Multigrid V-cycle: fine, coarser (L/8), coarsest (L/64) grid and back up, each
+            // level an update and a halo exchange (the coarse levels share proportionally more).
+            Kernel::Mg => {
+                for &(arr, lines) in &[(0, l), (1, l / 8), (2, l / 64), (1, l / 8), (0, l)] {
+                    let lines = lines.max(1);
+                    let h = (lines / 8).max(1);
+                    out.push(Step::sweep(share(arr, lines, b), lines, w, c));
+                    out.push(Step::Barrier);
+                    out.push(Step::sweep(
+                        share(arr, lines, prev) + (lines - h) * LINE,
+                        h,
+                        0.0,
+                        c,
+                    ));
+                    out.push(Step::sweep(share(arr, lines, next), h, 0.0, c));
+                    out.push(Step::Barrier);
+                }
+            }
+            // Unstructured adaptive mesh: update the own share, then gather from 3 other
+            // shares chosen per phase (the mesh's neighbours change as it adapts).
+            Kernel::Ua => {
+                out.push(Step::sweep(share(0, l, b), l, w, c));
+                out.push(Step::Barrier);
+                let pseed = mix(p.seed ^ mix(b ^ (phase << 32)));
+                for k in 0..3u64 {
+                    let other = (b + 1 + mix(pseed ^ k) % (n.max(2) - 1)) % n;
+                    out.push(Step::Random {
+                        base: share(0, l, other),
+                        lines: l,
+                        count: (l / 12).max(1),
+                        write: 0.0,
+                        compute: c,
+                        dependent: false,
+                        seed: rseed ^ k,
+                    });
+                }
+                out.push(Step::Barrier);
+            }
+            // Sparse matrix-vector product: stream the own rows of the matrix, gather x at
+            // random column indices over the whole vector, write the own part of y; then update
+            // the own part of x (vector operations, dot products).
+            Kernel::Cg => {
+                let v = (l / 8).max(1);
+                out.push(Step::sweep(share(0, l, b), l, 0.0, c));
+                out.push(Step::Random {
+                    base: lay.array(1),
+                    lines: n * v,
+                    count: l / 2,
+                    write: 0.0,
+                    compute: c,
+                    dependent: false,
+                    seed: rseed,
+                });
+                out.push(Step::fill(share(2, v, b), v, c));
+                out.push(Step::Barrier);
+                out.push(Step::sweep(share(1, v, b), v, 1.0, c));
+                out.push(Step::sweep(share(2, v, b), v, 0.0, c));
+                out.push(Step::Barrier);
+            }
+            // 3-D FFT: FFTs along the local dimensions of the own slab, then the all-to-all
+            // transpose (read chunk b of every share, write the own share of the other array),
+            // then FFTs along the last dimension.
+            Kernel::Ft => {
+                let chunk = (l / n).max(1);
+                out.push(Step::sweep(share(0, l, b), l, w, c));
+                out.push(Step::Barrier);
+                for j in 0..n {
+                    let src = (b + j) % n;
+                    out.push(Step::sweep(
+                        share(0, l, src) + b * chunk * LINE,
+                        chunk,
+                        0.0,
+                        c,
+                    ));
+                    out.push(Step::fill(share(1, l, b) + src * chunk * LINE, chunk, 0));
+                }
+                out.push(Step::Barrier);
+                out.push(Step::sweep(share(1, l, b), l, w, c));
+                out.push(Step::Barrier);
+            }
+            // Integer sort: read the own keys and scatter them into the shared buckets at random
+            // (key ranks), then read the own bucket range.
+            Kernel::Is => {
+                out.push(Step::sweep(share(0, l, b), l, 0.0, c));
+                out.push(Step::Random {
+                    base: lay.array(1),
+                    lines: n * l,
+                    count: l / 2,
+                    write: 1.0,
+                    compute: c,
+                    dependent: false,
+                    seed: rseed,
+                });
+                out.push(Step::Barrier);
+                out.push(Step::sweep(share(1, l, b), l, 0.0, c));
+                out.push(Step::Barrier);
+            }
+            // Data cube: stream the own part of the input and update the own views (hash
+            // tables) at random; at the end, merge by reading other threads' views.
+            Kernel::Dc => {
+                let v = (l / 2).max(1);
+                out.push(Step::sweep(share(0, l, b), l, 0.0, c));
+                out.push(Step::Random {
+                    base: share(1, v, b),
+                    lines: v,
+                    count: l / 2,
+                    write: w,
+                    compute: c,
+                    dependent: false,
+                    seed: rseed,
+                });
+                if it + 1 == iters {
+                    out.push(Step::Barrier);
+                    out.push(Step::sweep(share(1, v, next), v / 4, 0.0, c));
+                }
+                out.push(Step::Barrier);
+            }
+            // Embarrassingly parallel: long compute on a small private buffer, one reduction.
+            Kernel::Ep => {
+                out.push(Step::Compute(u64::from(c) * l));
+                out.push(Step::sweep(share(0, l, b), l, w, 0));
+                if it + 1 == iters {
+                    out.push(Step::Barrier);
+                }
+            }
+            // Streamcluster: read the own points (distance computations, compute-heavy), read the
+            // shared centres, write the own assignments; a barrier per pass.
+            Kernel::Streamcluster => {
+                out.push(Step::sweep(share(0, l, b), l, 0.0, c));
+                out.push(Step::Random {
+                    base: lay.array(1),
+                    lines: 4 * n,
+                    count: l / 4,
+                    write: 0.0,
+                    compute: c,
+                    dependent: false,
+                    seed: rseed,
+                });
+                out.push(Step::fill(share(2, (l / 16).max(1), b), (l / 16).max(1), 0));
+                out.push(Step::Barrier);
+                if t == 0 {
+                    out.push(Step::fill(lay.array(1), 4 * n, 0));
+                }
+                out.push(Step::Barrier);
+            }
+            // Canneal: random pointer chasing over the whole netlist, a fraction of swaps.
+            Kernel::Canneal => {
+                out.push(Step::Random {
+                    base: lay.array(0),
+                    lines: n * l,
+                    count: l / 2,
+                    write: w,
+                    compute: c,
+                    dependent: true,
+                    seed: rseed,
+                });
+                out.push(Step::Barrier);
+            }
+            // Pipelines: stages of n / S threads; a chunk (L lines) moves from stage to stage
+            // through buffers (arrays 1..S); barriers stand for the queues.
+            Kernel::Dedup | Kernel::Ferret => {
+                pipeline(p, n, t, it, lay, rseed, out);
+                if it + 1 == iters {
+                    // Drain: the later stages finish the last chunks.
+                    for extra in iters..iters + 3 {
+                        pipeline(p, n, t, extra, lay, mix(seed ^ extra), out);
+                    }
+                }
+            }
+            // Facesim: compute-heavy update of the own part of the mesh, then forces on the
+            // shared boundary nodes of both neighbours, read and written.
+            Kernel::Facesim => {
+                out.push(Step::sweep(share(0, l, b), l, w, c));
+                out.push(Step::Barrier);
+                out.push(Step::sweep(
+                    share(0, l, prev) + (l - halo) * LINE,
+                    halo,
+                    0.5,
+                    c,
+                ));
+                out.push(Step::sweep(share(0, l, next), halo, 0.5, c));
+                out.push(Step::Barrier);
+            }
+            // Fluidanimate: per frame, two sub-steps (densities, forces) that update the own
+            // cells and the border cells of the neighbours (under locks: read and written).
+            Kernel::Fluidanimate => {
+                let h = (l / 16).max(1);
+                for _ in 0..2 {
+                    out.push(Step::sweep(share(0, l, b), l, w, c));
+                    out.push(Step::sweep(share(0, l, prev) + (l - h) * LINE, h, 1.0, c));
+                    out.push(Step::sweep(share(0, l, next), h, 1.0, c));
+                    out.push(Step::Barrier);
+                }
+            }
+            // x264: frame-parallel; thread t encodes one frame per round, motion-searching the
+            // frame thread t - 1 encoded in the previous round, and writes its own frame.
+            Kernel::X264 => {
+                let (cur, refa) = (it % 2, (it + 1) % 2);
+                if it > 0 {
+                    out.push(Step::Random {
+                        base: share(refa, l, prev),
+                        lines: l,
+                        count: l / 2,
+                        write: 0.0,
+                        compute: c,
+                        dependent: false,
+                        seed: rseed,
+                    });
+                }
+                out.push(Step::sweep(share(cur, l, b), l, w, c));
+                out.push(Step::Barrier);
+            }
+        }
+    }
+}
+
+/// Dedup (3 stages: chunking, deduplication with a global hash table, compression) and ferret (4
+/// stages: segmentation, feature extraction, index search in a shared database, ranking).
+fn pipeline(p: &Program, n: u64, t: u64, it: u64, lay: Layout, rseed: u64, out: &mut Vec<Step>) {
+    let l = p.lines;
+    let (c, w) = (p.compute_cycles, p.write_fraction);
+    let stages: u64 = if p.kernel == Kernel::Dedup { 3 } else { 4 };
+    let stage = (t * stages / n).min(stages - 1);
+    // Buffers: array 1 + s for the output of stage s (two slots per thread of a stage); the
+    // input is array 0, the shared hash table / database array 5.
+    let slot = |s: u64, k: u64, round: u64| lay.array(1 + s) + ((round % 2) * n + k) * l * LINE;
+    // Round `it` of stage `stage` processes what the previous stage produced in round it - 1;
+    // the drain rounds (it >= iterations) only run the stages that still have chunks.
+    let k = t - (stage * n).div_ceil(stages);
+    let iters = u64::from(p.iterations);
+    if it < stage || it - stage >= iters {
+        out.push(Step::Barrier);
+        return;
+    }
+    let round = it - stage;
+    if stage == 0 {
+        out.push(Step::sweep(
+            lay.array(0) + ((round * n + k) % n) * l * LINE,
+            l,
+            0.0,
+            c,
+        ));
+    } else {
+        out.push(Step::sweep(slot(stage - 1, k, round), l, 0.0, c));
+    }
+    let table = match (p.kernel, stage) {
+        (Kernel::Dedup, 1) => Some(0.5),
+        (Kernel::Ferret, 2) => Some(0.0),
+        _ => None,
+    };
+    if let Some(tw) = table {
+        out.push(Step::Random {
+            base: lay.array(5),
+            lines: n * l,
+            count: l / 2,
+            write: tw * w.max(0.1),
+            compute: c,
+            dependent: p.kernel == Kernel::Ferret,
+            seed: rseed,
+        });
+    }
+    if stage + 1 < stages {
+        out.push(Step::fill(slot(stage, k, round), l, 0));
+    }
+    out.push(Step::Barrier);
+}

@@ -1,0 +1,317 @@
+//! numaff's simulator workloads: generators whose access and sharing patterns follow the NAS and
+//! PARSEC benchmarks the papers run ([`kernels`]), workload files (`workloads/*.toml`, built in:
+//! [`catalog`]), and the static thread and data placements of `numaff sim` ([`ThreadPolicy`],
+//! [`DataChoice`]) turned into simulator processes ([`build`]) and run ([`run`]).
+
+pub mod catalog;
+pub mod kernels;
+pub mod ops;
+pub mod spec;
+
+use std::collections::{BTreeMap, HashMap};
+
+use numaff_machine::Machine;
+use numaff_policy::{Algorithm, MapInput};
+use numaff_sim::{
+    os_placement, DataPolicy, Op, OsScheduler, ProcessSpec, Report, SimConfig, Simulator,
+    ThreadSpec,
+};
+
+pub use ops::{Ops, Step};
+pub use spec::{Init, Kernel, Program, Workload};
+
+/// Where the threads go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadPolicy {
+    /// The Linux-like default: spread over idle cores in an order unrelated to sharing
+    /// ([`numaff_sim::os_placement`]) and occasionally moved ([`numaff_sim::OsScheduler`]).
+    Os,
+    /// numaff_policy's compact.
+    Compact,
+    /// numaff_policy's scatter.
+    Scatter,
+    /// numaff_policy's round-robin.
+    RoundRobin,
+    /// numaff_policy's seeded random mapping.
+    Random,
+    /// Thread i (counting the programs' threads in file order) on cpu `list[i % len]`.
+    List(Vec<u32>),
+}
+
+impl std::str::FromStr for ThreadPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.trim() {
+            "os" => ThreadPolicy::Os,
+            "compact" => ThreadPolicy::Compact,
+            "scatter" => ThreadPolicy::Scatter,
+            "round-robin" | "roundrobin" | "rr" => ThreadPolicy::RoundRobin,
+            "random" => ThreadPolicy::Random,
+            list if list.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
+                let cpus: Result<Vec<u32>, _> = list
+                    .split(',')
+                    .map(|x| x.trim().parse::<u32>())
+                    .collect();
+                ThreadPolicy::List(cpus.map_err(|e| format!("bad cpu list {list:?}: {e}"))?)
+            }
+            other => {
+                return Err(format!(
+                "unknown thread placement {other:?}: os, compact, scatter, round-robin, random, or a cpu list such as 0,2,4,6"
+            ))
+            }
+        })
+    }
+}
+
+/// Where the pages go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataChoice {
+    /// At first touch, on the toucher's node.
+    FirstTouch,
+    /// Round-robin over the nodes with memory by page number.
+    Interleave,
+    /// All on one node.
+    Bind(u32),
+    /// Each page on the node whose threads access it most (kMAF §3.1 D_L), from a profiling pass.
+    OracleLocal,
+    /// Each page on the node whose threads access it least (kMAF §3.1 D_R), from a profiling pass.
+    OracleRemote,
+}
+
+impl std::str::FromStr for DataChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        Ok(match s {
+            "first-touch" | "firsttouch" | "ft" => DataChoice::FirstTouch,
+            "interleave" => DataChoice::Interleave,
+            "oracle-local" => DataChoice::OracleLocal,
+            "oracle-remote" => DataChoice::OracleRemote,
+            _ => match s.strip_prefix("bind") {
+                Some(rest) => {
+                    let n = rest.trim_start_matches([':', '=']);
+                    DataChoice::Bind(n.parse().map_err(|_| {
+                        format!("bad data policy {s:?}: bind takes a node id, as bind:0")
+                    })?)
+                }
+                None => {
+                    return Err(format!(
+                    "unknown data policy {s:?}: first-touch, interleave, bind:N, oracle-local, oracle-remote"
+                ))
+                }
+            },
+        })
+    }
+}
+
+/// The cpu of every thread of every program (programs in file order, threads in order): the
+/// policy is applied to all threads of the workload together, so programs that run at once get
+/// different PUs as long as there are enough.
+pub fn placement(
+    machine: &Machine,
+    w: &Workload,
+    policy: &ThreadPolicy,
+    seed: u64,
+) -> Result<Vec<Vec<u32>>, String> {
+    let n = w.threads();
+    let flat: Vec<u32> = match policy {
+        ThreadPolicy::Os => os_placement(machine, n, seed),
+        ThreadPolicy::List(list) => {
+            if list.is_empty() {
+                return Err("empty cpu list".into());
+            }
+            let pus = machine.pus();
+            if let Some(bad) = list.iter().find(|&&c| !pus.contains(c)) {
+                return Err(format!(
+                    "cpu {bad} is not on machine {} (cpus {pus})",
+                    machine.name
+                ));
+            }
+            (0..n).map(|i| list[i % list.len()]).collect()
+        }
+        other => {
+            let algo = match other {
+                ThreadPolicy::Compact => Algorithm::Compact,
+                ThreadPolicy::Scatter => Algorithm::Scatter,
+                ThreadPolicy::RoundRobin => Algorithm::RoundRobin,
+                _ => Algorithm::Random,
+            };
+            let input = MapInput {
+                seed,
+                ..MapInput::new(machine, n)
+            };
+            numaff_policy::map(algo, &input).map_err(|e| e.to_string())?
+        }
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    for p in &w.programs {
+        out.push(flat[i..i + p.threads as usize].to_vec());
+        i += p.threads as usize;
+    }
+    Ok(out)
+}
+
+/// The op streams of every thread of program `p`.
+pub fn thread_ops(p: &Program) -> Vec<Ops> {
+    (0..p.threads)
+        .map(|t| Ops::new(kernels::thread_steps(p, p.threads, t)))
+        .collect()
+}
+
+/// A profile of program `p` placed on `cpus`: per page (machine page size), the accesses from each
+/// node's cpus (index = node position in `machine.nodes`). Made by replaying the generator's own
+/// access streams, every access counted once whether or not it would hit a cache (the oracle of
+/// kMAF §3.1 counted accesses in Pin traces the same way). Threads moved by the os policy are
+/// counted on their initial cpu.
+pub fn profile(machine: &Machine, p: &Program, cpus: &[u32]) -> HashMap<u64, Vec<u64>> {
+    let shift = machine.page_size.max(4096).trailing_zeros();
+    let nodes = machine.nodes.len();
+    let mut counts: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (t, ops) in thread_ops(p).into_iter().enumerate() {
+        let node = machine
+            .node_of_pu(cpus[t])
+            .and_then(|id| machine.node_index(id))
+            .unwrap_or(0);
+        for op in ops {
+            if let Op::Access(a) = op {
+                counts
+                    .entry(a.vaddr >> shift)
+                    .or_insert_with(|| vec![0; nodes])[node] += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// The oracle placement of a profile: per page the node (id) with the most accesses (`local`) or
+/// the fewest (`!local`), among nodes with memory. Ties: for local the lower node id; for remote
+/// the node farthest from the page's most-accessing node, then the lower id.
+pub fn oracle(
+    machine: &Machine,
+    counts: &HashMap<u64, Vec<u64>>,
+    local: bool,
+) -> BTreeMap<u64, u32> {
+    let mem: Vec<usize> = (0..machine.nodes.len())
+        .filter(|&i| machine.nodes[i].memory_bytes > 0)
+        .collect();
+    let dist = |a: usize, b: usize| {
+        machine
+            .distance(machine.nodes[a].id, machine.nodes[b].id)
+            .unwrap_or(if a == b { 10 } else { 20 })
+    };
+    let mut out = BTreeMap::new();
+    for (&page, c) in counts {
+        let Some(&top) = mem.iter().max_by_key(|&&i| (c[i], std::cmp::Reverse(i))) else {
+            continue;
+        };
+        let pick = if local {
+            top
+        } else {
+            *mem.iter()
+                .min_by_key(|&&i| (c[i], std::cmp::Reverse(dist(top, i)), i))
+                .unwrap_or(&top)
+        };
+        out.insert(page, machine.nodes[pick].id);
+    }
+    out
+}
+
+/// What a run needs besides the machine and the workload.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Thread placement.
+    pub threads: ThreadPolicy,
+    /// Data placement.
+    pub data: DataChoice,
+    /// Seed of the run (random placements, the os policy, the simulator's samplers).
+    pub seed: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            threads: ThreadPolicy::Os,
+            data: DataChoice::FirstTouch,
+            seed: 0,
+        }
+    }
+}
+
+/// The simulator processes and configuration of a run.
+pub fn build(
+    machine: &Machine,
+    w: &Workload,
+    opts: &RunOptions,
+) -> Result<(Vec<ProcessSpec>, SimConfig), String> {
+    let cpus = placement(machine, w, &opts.threads, opts.seed)?;
+    let mut procs = Vec::new();
+    for (p, cpus) in w.programs.iter().zip(&cpus) {
+        let policy = match &opts.data {
+            DataChoice::FirstTouch => DataPolicy::FirstTouch,
+            DataChoice::Interleave => DataPolicy::Interleave,
+            DataChoice::Bind(n) => {
+                if machine.node_index(*n).is_none() {
+                    return Err(format!("no node {n} on machine {}", machine.name));
+                }
+                DataPolicy::Bind(*n)
+            }
+            DataChoice::OracleLocal | DataChoice::OracleRemote => DataPolicy::Explicit(oracle(
+                machine,
+                &profile(machine, p, cpus),
+                opts.data == DataChoice::OracleLocal,
+            )),
+        };
+        let mut spec = ProcessSpec::new(p.display_name(), policy).starting_at(p.start_ns);
+        for (t, ops) in thread_ops(p).into_iter().enumerate() {
+            spec = spec.thread(ThreadSpec::new(
+                format!("{}.{t}", p.display_name()),
+                cpus[t],
+                ops,
+            ));
+        }
+        procs.push(spec);
+    }
+    let cfg = SimConfig {
+        seed: opts.seed,
+        os_scheduler: (opts.threads == ThreadPolicy::Os).then(OsScheduler::default),
+        ..SimConfig::default()
+    };
+    Ok((procs, cfg))
+}
+
+/// Simulated time between two progress calls of [`run_with`], ns.
+pub const PROGRESS_STEP_NS: u64 = 200_000;
+
+/// Runs a workload to the end; `progress(simulated ns, accesses so far)` is called every
+/// [`PROGRESS_STEP_NS`] of simulated time. The run advances in those steps whether or not anyone
+/// watches, so the figures do not depend on the caller.
+pub fn run_with(
+    machine: &Machine,
+    w: &Workload,
+    opts: &RunOptions,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<Report, String> {
+    use numaff_engine::Environment as _;
+    let (procs, cfg) = build(machine, w, opts)?;
+    let mut sim = Simulator::new(machine, cfg);
+    for p in procs {
+        sim.spawn(p)?;
+    }
+    while !sim.all_done() {
+        let now = sim.advance(PROGRESS_STEP_NS).map_err(|e| e.to_string())?;
+        progress(now, sim.accesses());
+        if sim.stuck() {
+            return Err(format!(
+                "workload {}: threads wait at a barrier the others never reach (a generator bug)",
+                w.name
+            ));
+        }
+    }
+    Ok(sim.report())
+}
+
+/// [`run_with`] without progress.
+pub fn run(machine: &Machine, w: &Workload, opts: &RunOptions) -> Result<Report, String> {
+    run_with(machine, w, opts, |_, _| {})
+}

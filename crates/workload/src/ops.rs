@@ -1,0 +1,285 @@
+//! The building blocks of every generator: a thread's program is a short list of [`Step`]s
+//! (sweeps over a range of lines, random accesses in a range, compute, barriers) that [`Ops`]
+//! unrolls lazily into the simulator's [`Op`]s, one at a time.
+
+use numaff_sim::{Access, Op};
+
+/// Bytes per cache line; addresses are generated line by line.
+pub const LINE: u64 = 64;
+
+/// One step of a thread's program.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Every `stride`-th line of `[base, base + lines * 64)` in order: a load of each (unless
+    /// `write_only`), and a store to a fraction `write` of them (read-modify-write), each access
+    /// after `compute` cycles.
+    Sweep {
+        /// First byte.
+        base: u64,
+        /// Lines in the range.
+        lines: u64,
+        /// Distance between visited lines, in lines (1 = every line).
+        stride: u64,
+        /// Fraction of visited lines also written.
+        write: f64,
+        /// Only stores (initialisation, output buffers).
+        write_only: bool,
+        /// Compute cycles before each access.
+        compute: u32,
+    },
+    /// `count` accesses to uniformly random lines of `[base, base + lines * 64)` (irregular
+    /// gathers, hash tables, pointer chasing when `dependent`), a fraction `write` of them stores.
+    Random {
+        /// First byte.
+        base: u64,
+        /// Lines in the range.
+        lines: u64,
+        /// Accesses.
+        count: u64,
+        /// Fraction of stores.
+        write: f64,
+        /// Compute cycles before each access.
+        compute: u32,
+        /// Each address depends on the previous load (pointer chase).
+        dependent: bool,
+        /// Seed of the address sequence.
+        seed: u64,
+    },
+    /// Compute only, cycles.
+    Compute(u64),
+    /// Wait for every thread of the process.
+    Barrier,
+}
+
+impl Step {
+    /// A read(-modify-write) sweep over every line.
+    pub fn sweep(base: u64, lines: u64, write: f64, compute: u32) -> Step {
+        Step::Sweep {
+            base,
+            lines,
+            stride: 1,
+            write,
+            write_only: false,
+            compute,
+        }
+    }
+
+    /// Stores to every line (an output buffer).
+    pub fn fill(base: u64, lines: u64, compute: u32) -> Step {
+        Step::Sweep {
+            base,
+            lines,
+            stride: 1,
+            write: 1.0,
+            write_only: true,
+            compute,
+        }
+    }
+
+    /// Initialisation: a store to one line in 64 (one per 4 KiB page: the first touch is what
+    /// places a page; a full pass would dominate the small default sizes).
+    pub fn init(base: u64, lines: u64) -> Step {
+        Step::Sweep {
+            base,
+            lines,
+            stride: 64,
+            write: 1.0,
+            write_only: true,
+            compute: 0,
+        }
+    }
+
+    /// Memory accesses this step issues.
+    pub fn accesses(&self) -> u64 {
+        match *self {
+            Step::Sweep {
+                lines,
+                stride,
+                write,
+                write_only,
+                ..
+            } => {
+                let visited = lines.div_ceil(stride.max(1));
+                if write_only {
+                    visited
+                } else {
+                    visited + writes_among(visited, write)
+                }
+            }
+            Step::Random { count, .. } => count,
+            Step::Compute(_) | Step::Barrier => 0,
+        }
+    }
+}
+
+/// How many of the first `n` visited lines a write fraction `w` writes.
+fn writes_among(n: u64, w: f64) -> u64 {
+    (n as f64 * w.clamp(0.0, 1.0)).floor() as u64
+}
+
+/// Whether the `i`-th visited line is written under write fraction `w`: spread evenly (the
+/// `i`-th line is written when the running count of writes goes up), deterministic.
+fn writes(i: u64, w: f64) -> bool {
+    let w = w.clamp(0.0, 1.0);
+    ((i + 1) as f64 * w).floor() > (i as f64 * w).floor()
+}
+
+/// A deterministic 64-bit mix (SplitMix64's finaliser), the generators' only randomness.
+pub fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A thread's op stream: its steps, unrolled lazily.
+#[derive(Debug, Clone)]
+pub struct Ops {
+    steps: Vec<Step>,
+    at: usize,
+    i: u64,
+    state: u64,
+    pending: Option<Op>,
+}
+
+impl Ops {
+    /// The stream of these steps.
+    pub fn new(steps: Vec<Step>) -> Self {
+        Ops {
+            steps,
+            at: 0,
+            i: 0,
+            state: 0,
+            pending: None,
+        }
+    }
+
+    /// The steps.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+}
+
+impl Iterator for Ops {
+    type Item = Op;
+
+    fn next(&mut self) -> Option<Op> {
+        if let Some(op) = self.pending.take() {
+            return Some(op);
+        }
+        loop {
+            let step = self.steps.get(self.at)?;
+            let i = self.i;
+            match *step {
+                Step::Barrier => {
+                    self.at += 1;
+                    self.i = 0;
+                    return Some(Op::Barrier);
+                }
+                Step::Compute(c) => {
+                    self.at += 1;
+                    self.i = 0;
+                    return Some(Op::Compute(c));
+                }
+                Step::Sweep {
+                    base,
+                    lines,
+                    stride,
+                    write,
+                    write_only,
+                    compute,
+                } => {
+                    let stride = stride.max(1);
+                    if i * stride >= lines {
+                        self.at += 1;
+                        self.i = 0;
+                        continue;
+                    }
+                    self.i += 1;
+                    let a = base + i * stride * LINE;
+                    if write_only {
+                        return Some(Op::Access(Access::write(a).after(compute)));
+                    }
+                    if writes(i, write) {
+                        self.pending = Some(Op::Access(Access::write(a)));
+                    }
+                    return Some(Op::Access(Access::read(a).after(compute)));
+                }
+                Step::Random {
+                    base,
+                    lines,
+                    count,
+                    write,
+                    compute,
+                    dependent,
+                    seed,
+                } => {
+                    if i >= count || lines == 0 {
+                        self.at += 1;
+                        self.i = 0;
+                        continue;
+                    }
+                    if i == 0 {
+                        self.state = mix(seed);
+                    }
+                    self.i += 1;
+                    self.state = mix(self.state);
+                    let line = ((u128::from(self.state) * u128::from(lines)) >> 64) as u64;
+                    let a = base + line * LINE;
+                    let mut acc = if writes(i, write) {
+                        Access::write(a)
+                    } else {
+                        Access::read(a)
+                    }
+                    .after(compute);
+                    if dependent {
+                        acc = acc.dependent();
+                    }
+                    return Some(Op::Access(acc));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_and_randoms_issue_what_they_announce() {
+        let steps = vec![
+            Step::sweep(0x1000, 100, 0.25, 3),
+            Step::Barrier,
+            Step::init(0x10_0000, 1000),
+            Step::Random {
+                base: 0x20_0000,
+                lines: 50,
+                count: 77,
+                write: 0.5,
+                compute: 0,
+                dependent: true,
+                seed: 9,
+            },
+            Step::Compute(10),
+        ];
+        let announced: u64 = steps.iter().map(Step::accesses).sum();
+        let ops: Vec<Op> = Ops::new(steps).collect();
+        let accesses: Vec<Access> = ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::Access(a) => Some(*a),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(accesses.len() as u64, announced);
+        assert_eq!(accesses.len(), 125 + 16 + 77);
+        assert_eq!(accesses.iter().take(125).filter(|a| a.write).count(), 25);
+        assert!(accesses[125..141].iter().all(|a| a.write));
+        assert!(accesses[141..]
+            .iter()
+            .all(|a| a.dependent && (0x20_0000..0x20_0000 + 50 * 64).contains(&a.vaddr)));
+        assert_eq!(ops.iter().filter(|o| **o == Op::Barrier).count(), 1);
+        assert_eq!(ops.last(), Some(&Op::Compute(10)));
+    }
+}

@@ -1,0 +1,240 @@
+//! Workload files (`workloads/*.toml`): one or more programs, each a kernel with its parameters,
+//! thread count, initialisation and start time; a program may queue further kernels on its threads.
+//!
+//! ```toml
+//! name = "nas-sp"
+//! description = "..."
+//! follows = "which paper description the generator follows"
+//!
+//! [[program]]
+//! kernel = "sp"          # bt cg dc ep ft is lu mg sp ua streamcluster canneal dedup ferret
+//!                        # facesim fluidanimate x264
+//! threads = 8
+//! init = "parallel"      # or "master": the main thread touches all data first
+//! lines = 16384          # 64-byte lines of the main array per thread
+//! iterations = 6
+//! compute_cycles = 2     # compute before each access (the compute-to-memory ratio)
+//! write_fraction = 0.5   # stores per load of the sweeps (read/write mix)
+//! phases = 1             # phases with different behaviour (dynamic behaviour)
+//! phase_shift = 0        # blocks each thread's share moves by from one phase to the next
+//! start_ns = 0           # arrival time (several programs at once)
+//! [[program.then]]       # a queue: the same threads run these kernels afterwards
+//! kernel = "cg"
+//! ...
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// The kernels, named after the benchmarks whose access and sharing patterns they follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernel {
+    /// NAS BT: block-tridiagonal ADI solver; domain decomposition with neighbour exchange, more
+    /// compute per point than SP.
+    Bt,
+    /// NAS CG: conjugate gradient; sparse irregular gather over the whole vector.
+    Cg,
+    /// NAS DC: data cube; streaming over the input, random updates of private views, a merge.
+    Dc,
+    /// NAS EP: embarrassingly parallel; compute on private data.
+    Ep,
+    /// NAS FT: 3-D FFT; local FFTs and an all-to-all transpose.
+    Ft,
+    /// NAS IS: integer sort; random scatter into shared buckets.
+    Is,
+    /// NAS LU: SSOR; pipelined wavefronts between neighbours.
+    Lu,
+    /// NAS MG: multigrid; V-cycle over grids of decreasing size with neighbour exchange.
+    Mg,
+    /// NAS SP: scalar-pentadiagonal ADI solver; domain decomposition with neighbour exchange.
+    Sp,
+    /// NAS UA: unstructured adaptive mesh; irregular neighbours that change as the mesh adapts.
+    Ua,
+    /// PARSEC streamcluster: every thread reads its points and the shared centres.
+    Streamcluster,
+    /// PARSEC canneal: pointer chasing over a large shared netlist, occasional swaps.
+    Canneal,
+    /// PARSEC dedup: a 3-stage pipeline with a shared hash table.
+    Dedup,
+    /// PARSEC ferret: a 4-stage pipeline with a shared database search.
+    Ferret,
+    /// PARSEC facesim: mesh physics; compute-heavy sweeps, shared boundary nodes written by both sides.
+    Facesim,
+    /// PARSEC fluidanimate: grid cells; neighbour border cells read and written under locks.
+    Fluidanimate,
+    /// PARSEC x264: frame-parallel encoding; motion search in the previous frame of another thread.
+    X264,
+}
+
+impl Kernel {
+    /// The file name of the kernel.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Bt => "bt",
+            Kernel::Cg => "cg",
+            Kernel::Dc => "dc",
+            Kernel::Ep => "ep",
+            Kernel::Ft => "ft",
+            Kernel::Is => "is",
+            Kernel::Lu => "lu",
+            Kernel::Mg => "mg",
+            Kernel::Sp => "sp",
+            Kernel::Ua => "ua",
+            Kernel::Streamcluster => "streamcluster",
+            Kernel::Canneal => "canneal",
+            Kernel::Dedup => "dedup",
+            Kernel::Ferret => "ferret",
+            Kernel::Facesim => "facesim",
+            Kernel::Fluidanimate => "fluidanimate",
+            Kernel::X264 => "x264",
+        }
+    }
+}
+
+/// Who touches the data first (and so, under first touch, where it lands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Init {
+    /// The main thread initialises everything, the others wait (serial setup, input read by one
+    /// thread): under first touch all pages land on its node.
+    Master,
+    /// Each thread initialises its own share (parallel setup loops).
+    #[default]
+    Parallel,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn eight() -> u32 {
+    8
+}
+
+/// One program of a workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Program {
+    /// Name in reports (default: the kernel's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What it does.
+    pub kernel: Kernel,
+    /// Threads (for queued kernels: ignored, the program's threads run them).
+    #[serde(default = "eight")]
+    pub threads: u32,
+    /// Arrival, ns (for queued kernels: ignored, they start when the previous one ends).
+    #[serde(default)]
+    pub start_ns: u64,
+    /// Master or parallel initialisation.
+    #[serde(default)]
+    pub init: Init,
+    /// Lines (64 bytes) of the main array per thread.
+    pub lines: u64,
+    /// Outer iterations (time steps, sweeps, pipeline chunks per thread).
+    pub iterations: u32,
+    /// Compute cycles before each access.
+    pub compute_cycles: u32,
+    /// Fraction of swept lines also written.
+    pub write_fraction: f64,
+    /// Phases; the iterations are split evenly among them.
+    #[serde(default = "one")]
+    pub phases: u32,
+    /// From one phase to the next, thread t works on the share of thread t + phase_shift.
+    #[serde(default)]
+    pub phase_shift: u32,
+    /// Seed of the generator's random choices (part of the workload, not of the run).
+    #[serde(default)]
+    pub seed: u64,
+    /// Kernels the same threads run afterwards, one after the other (a queue of tasks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub then: Vec<Program>,
+}
+
+impl Program {
+    /// The name in reports.
+    pub fn display_name(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| self.kernel.name().to_string())
+    }
+}
+
+/// A workload file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Name (catalog name for the shipped ones).
+    pub name: String,
+    /// One line.
+    pub description: String,
+    /// The paper descriptions the generator follows.
+    pub follows: String,
+    /// The programs, started at their `start_ns`.
+    #[serde(rename = "program")]
+    pub programs: Vec<Program>,
+}
+
+impl Workload {
+    /// Parses and checks a workload file's text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Workload, String> {
+        let w: Workload = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        w.check().map_err(|e| format!("{origin}: {e}"))?;
+        Ok(w)
+    }
+
+    /// Checks the parameters.
+    pub fn check(&self) -> Result<(), String> {
+        if self.programs.is_empty() {
+            return Err("no [[program]]".into());
+        }
+        fn check(p: &Program, queued: bool) -> Result<(), String> {
+            let k = p.kernel.name();
+            if p.threads == 0 && !queued {
+                return Err(format!("{k}: threads must be at least 1"));
+            }
+            if p.lines < 16 {
+                return Err(format!("{k}: lines must be at least 16"));
+            }
+            if p.phases == 0 {
+                return Err(format!("{k}: phases must be at least 1"));
+            }
+            if !(0.0..=1.0).contains(&p.write_fraction) {
+                return Err(format!("{k}: write_fraction must be in [0, 1]"));
+            }
+            for q in &p.then {
+                check(q, true)?;
+            }
+            Ok(())
+        }
+        self.programs.iter().try_for_each(|p| check(p, false))
+    }
+
+    /// Total threads of all programs.
+    pub fn threads(&self) -> usize {
+        self.programs.iter().map(|p| p.threads as usize).sum()
+    }
+
+    /// The same workload with `threads` threads in every program (`--nthreads`).
+    pub fn with_threads(mut self, threads: u32) -> Self {
+        for p in &mut self.programs {
+            p.threads = threads.max(1);
+        }
+        self
+    }
+
+    /// The same workload with every array `factor` times as large (at least 16 lines): smaller
+    /// runs for tests, larger ones for experiments.
+    pub fn scaled(mut self, factor: f64) -> Self {
+        fn scale(p: &mut Program, f: f64) {
+            p.lines = ((p.lines as f64 * f).round() as u64).max(16);
+            for q in &mut p.then {
+                scale(q, f);
+            }
+        }
+        for p in &mut self.programs {
+            scale(p, factor);
+        }
+        self
+    }
+}

@@ -1,0 +1,119 @@
+//! Issue 4 (part B): the workload suite on the simulator.
+
+#![allow(clippy::unwrap_used)]
+
+use numaff_machine::catalog as machines;
+use numaff_workload::{catalog, run, DataChoice, RunOptions, ThreadPolicy};
+
+#[test]
+fn issue4_every_named_workload_runs_on_a_catalog_machine() {
+    let m = machines::load("kmaf-sim-4x2").unwrap();
+    for name in catalog::names() {
+        let w = catalog::load(name).unwrap();
+        let t = std::time::Instant::now();
+        let r = run(&m, &w, &RunOptions::default()).unwrap();
+        println!(
+            "{name}: makespan {} ns, accesses {}, local {} remote {}, llc misses {}, imc queue {:.0} ns, c2c {}, migrations {} ({:.2} s)",
+            r.makespan_ns, r.accesses, r.local_accesses, r.remote_accesses, r.llc_misses, r.imc_queue_ns, r.c2c_transfers, r.migrations,
+            t.elapsed().as_secs_f64()
+        );
+        assert!(r.makespan_ns > 0 && r.accesses > 0, "{name}");
+        assert_eq!(r.threads.len(), w.threads(), "{name}");
+    }
+    let _ = (DataChoice::FirstTouch, ThreadPolicy::Os);
+}
+
+/// kMAF Fig. 1 (000 §3.1-3.2) with the suite's SP (nas-sp) on kmaf-sim-4x2: T_L = compact (each
+/// thread's left or right neighbour on its node, the others one hop away), T_R = neighbours on
+/// opposite nodes of the ring where possible (nodes 0,2,0,2,1,3,1,3: 6 of 8 neighbour pairs two
+/// hops apart); D_L / D_R = oracle-local / oracle-remote from the profiling replay.
+fn fig1(scale: f64, seed: u64) -> [f64; 4] {
+    let m = machines::load("kmaf-sim-4x2").unwrap();
+    let w = catalog::load("nas-sp").unwrap().scaled(scale);
+    let go = |t: &str, d: DataChoice| {
+        let opts = RunOptions {
+            threads: t.parse().unwrap(),
+            data: d,
+            seed,
+        };
+        run(&m, &w, &opts).unwrap().makespan_ns as f64
+    };
+    let (tl, tr) = ("0,1,2,3,4,5,6,7", "0,4,1,5,2,6,3,7");
+    [
+        go(tl, DataChoice::OracleLocal),
+        go(tr, DataChoice::OracleLocal),
+        go(tl, DataChoice::OracleRemote),
+        go(tr, DataChoice::OracleRemote),
+    ]
+}
+
+/// What holds of Fig. 1: T_L D_L < T_R D_L < both D_R runs, and the compounding. The last step
+/// of the paper's order (T_L D_R < T_R D_R) does NOT hold in this model: with remote data the run
+/// is bound by the ring's links, and T_L's only advantage (the neighbour's halo in the shared L2
+/// instead of a remote cache) is within 1 % of the noise of link queueing; see the README.
+fn fig1_holds([ll, rl, lr, rr]: [f64; 4]) -> (bool, bool) {
+    (ll < rl && rl < lr.min(rr), rr - ll > (rr - rl) + (rr - lr))
+}
+
+#[test]
+fn issue4_nas_sp_reproduces_kmaf_fig1_ordering_and_compounding() {
+    for scale in [0.5, 1.0] {
+        let r = fig1(scale, 0);
+        check_fig1(scale, r);
+    }
+}
+
+fn check_fig1(scale: f64, r: [f64; 4]) {
+    let [ll, rl, lr, rr] = r;
+    println!("scale {scale}:");
+    println!("nas-sp: T_L D_L {ll}, T_R D_L {rl}, T_L D_R {lr}, T_R D_R {rr} ns");
+    println!(
+        "gains over T_R D_R: T_L D_L {:.1} %, T_R D_L {:.1} %, T_L D_R {:.1} %",
+        100.0 * (rr / ll - 1.0),
+        100.0 * (rr / rl - 1.0),
+        100.0 * (rr / lr - 1.0)
+    );
+    let (order, compounding) = fig1_holds(r);
+    println!(
+        "T_L D_R vs T_R D_R: {:+.2} % (the paper: T_L D_R 15 % faster)",
+        100.0 * (lr / rr - 1.0)
+    );
+    assert!(order, "kMAF Fig. 1 ordering: {r:?}");
+    assert!(compounding, "compounding (000 §3.2): {r:?}");
+}
+
+#[test]
+fn issue4_bandwidth_bound_workload_congests_one_node_and_interleave_relieves_it() {
+    let m = machines::load("kmaf-sim-4x2").unwrap();
+    // nas-sp without compute: memory-bound sweeps over 256 KiB per thread.
+    let base = catalog::load("nas-sp").unwrap().scaled(0.25);
+    let mut base = base;
+    base.programs[0].compute_cycles = 0;
+    let run_n = |n: u32, data: DataChoice| {
+        let w = base.clone().with_threads(n);
+        let opts = RunOptions {
+            threads: ThreadPolicy::Compact,
+            data,
+            seed: 0,
+        };
+        run(&m, &w, &opts).unwrap()
+    };
+    let per_thread: Vec<f64> = [1, 2, 4, 8]
+        .iter()
+        .map(|&n| {
+            let r = run_n(n, DataChoice::Bind(0));
+            r.threads.iter().map(|t| t.time_ns as f64).sum::<f64>() / f64::from(n)
+        })
+        .collect();
+    println!("mean time per thread, all data on node 0, 1/2/4/8 threads: {per_thread:?}");
+    for w in per_thread.windows(2) {
+        assert!(w[1] > w[0] * 1.1, "{per_thread:?}");
+    }
+    let bound = run_n(8, DataChoice::Bind(0));
+    let inter = run_n(8, DataChoice::Interleave);
+    println!(
+        "8 threads: bind:0 {} ns (IMC queue {:.0} ns), interleave {} ns (IMC queue {:.0} ns)",
+        bound.makespan_ns, bound.imc_queue_ns, inter.makespan_ns, inter.imc_queue_ns
+    );
+    assert!((inter.makespan_ns as f64) * 1.3 < bound.makespan_ns as f64);
+}
