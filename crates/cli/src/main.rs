@@ -1,6 +1,7 @@
 //! The `numaff` binary: parses the command line and calls the crates. Kept thin on purpose;
 //! each subcommand lives in its own module.
 
+mod analyze;
 mod demo;
 mod show;
 mod topo;
@@ -41,6 +42,15 @@ enum Command {
   numaff show --json 812 913         two processes as JSON
   numaff show --watch 1 812          refresh every second until 812 exits")]
     Show(show::ShowArgs),
+    /// Analyse a trace of memory-access samples (DeLocProf): the communication matrix between
+    /// threads, clusters of communication in time, the metrics Lcomm, CommR, CommC, DramR, CommLoc,
+    /// CommDyn, the class (Non-mapping, Static, Dynamic) and the page-usage pattern.
+    #[command(after_help = "Examples:
+  numaff analyze trace.parquet                       metrics, class, heaviest pairs
+  numaff analyze trace.parquet --json                the same as JSON (communication_matrix, ...)
+  numaff analyze trace.parquet --html report.html    a report, and report-*.svg/png figures
+  numaff analyze samples.csv --interval 0.1          a CSV trace; CommDyn over 100 ms intervals")]
+    Analyze(analyze::AnalyzeArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +65,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Topo(args) => topo::run(&args),
         Command::Show(args) => show::run(&args),
+        Command::Analyze(args) => analyze::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
