@@ -666,8 +666,16 @@ impl Iterator for TraceReader {
 /// Runs a call into the Parquet library, turning a panic into an error naming the file: a corrupt
 /// file must never bring numaff down. (Fuzzing aims to find such panics so that they can be
 /// reported upstream; this is the safety net.)
+///
+/// The panic hook is silenced for the call, so that no "panicked at" line reaches the user before
+/// the error; hooks are process-wide, so a panic of another thread in that window loses its
+/// message (not its effect).
 fn guard<R>(path: &Path, f: impl FnOnce() -> R) -> Result<R, TraceError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| TraceError::Parquet {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(hook);
+    result.map_err(|p| TraceError::Parquet {
         path: path.to_path_buf(),
         message: format!(
             "the Parquet reader failed on it ({})",

@@ -54,3 +54,18 @@ fn stored_traces_read_back() {
     let r = TraceReader::open(&fixture("trace-small.csv")).expect("csv fixture");
     assert_eq!(r.read_all().expect("rows"), samples());
 }
+
+/// Found by fuzzing: parquet 57.3.2 panics (an `unwrap` in its thrift metadata decoder) on this
+/// file. numaff gives an error naming the file.
+#[test]
+fn a_file_on_which_the_parquet_crate_panics_is_an_error() {
+    let path = fixture("parquet-thrift-panic.parquet");
+    let err = TraceReader::open(&path)
+        .and_then(|r| r.read_all())
+        .expect_err("corrupt");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("parquet-thrift-panic.parquet is not a readable Parquet trace"),
+        "{msg}"
+    );
+}
