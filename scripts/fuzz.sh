@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes each target for SECONDS (default 60): scripts/fuzz.sh 3600 for a long run.
+# Fuzzes each target for SECONDS (default 60): scripts/fuzz.sh 3600 for a long run. The trace
+# readers (trace_parquet, trace_csv) get at most 30 s each in short runs (SECONDS <= 60), so that CI
+# time stays bounded; FUZZ_SECONDS_<TARGET>=N (e.g. FUZZ_SECONDS_TRACE_CSV=5) sets one target's time.
 # Uses a nightly toolchain when there is one, else stable with RUSTC_BOOTSTRAP (cargo-fuzz needs -Z).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,20 +18,29 @@ if rustup run nightly rustc --version >/dev/null 2>&1; then
 else
   export RUSTC_BOOTSTRAP=1
 fi
-mkdir -p fuzz/corpus/machine_file fuzz/corpus/hwloc_xml
+mkdir -p fuzz/corpus/machine_file fuzz/corpus/hwloc_xml fuzz/corpus/trace_parquet fuzz/corpus/trace_csv
 cp machines/*.toml fuzz/corpus/machine_file/ 2>/dev/null || true
 cp crates/machine/tests/fixtures/*.xml fuzz/corpus/hwloc_xml/ 2>/dev/null || true
+cp crates/behave/tests/fixtures/*.parquet fuzz/corpus/trace_parquet/ 2>/dev/null || true
+cp crates/behave/tests/fixtures/*.csv fuzz/corpus/trace_csv/ 2>/dev/null || true
 # hwloc_xml is built like the shipped binary (-O: no debug assertions): with debug assertions
 # hwlocality runs hwloc_topology_check(), whose C asserts abort on XML that hwloc itself loaded.
-for target in machine_file hwloc_xml; do
-  echo "fuzz: $target for ${seconds}s"
+declare -A cap=([trace_parquet]=30 [trace_csv]=30)
+for target in machine_file hwloc_xml trace_parquet trace_csv; do
+  secs=$seconds
+  if [ -n "${cap[$target]:-}" ] && [ "$seconds" -le 60 ] && [ "$seconds" -gt "${cap[$target]}" ]; then
+    secs=${cap[$target]}
+  fi
+  override="FUZZ_SECONDS_${target^^}"
+  secs=${!override:-$secs}
+  echo "fuzz: $target for ${secs}s"
   mode=() extra=()
   # -rss_limit_mb=0: no RSS watchdog thread, so the target stays single-threaded and numaff loads
   # the XML in a child process, as the numaff command does.
   [ "$target" = hwloc_xml ] && mode=(-O) && extra=(-rss_limit_mb=0)
   log=$(mktemp)
   if ! cargo "${toolchain[@]}" fuzz run "${mode[@]}" "$target" "fuzz/corpus/$target" -- \
-      -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1; then
+      -max_total_time="$secs" -max_len=65536 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz: $target failed (a crash is kept under fuzz/artifacts/$target)"
     exit 1

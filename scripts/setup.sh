@@ -10,8 +10,12 @@ set -euo pipefail
 # (mpirun reads rankfiles, LLVM's libomp reads KMP_AFFINITY; libgomp comes with gcc).
 # scotch and libscotch-dev: scotch_gmap for the side-by-side mapping benchmark
 # (crates/policy/examples/vs_scotch.rs; not run by the tests).
+# chromium: the test that renders `numaff analyze --html` reports headless; fonts-dejavu-core: the
+# font its figures are drawn with.
+# python3-pip: pyarrow, with which a test reads a written trace as other tools do.
 packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev qemu-system-x86 busybox-static
-  openmpi-bin libopenmpi-dev libomp-14-dev scotch libscotch-dev cmake)
+  openmpi-bin libopenmpi-dev libomp-14-dev scotch libscotch-dev cmake chromium fonts-dejavu-core
+  python3 python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -33,4 +37,11 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 if command -v rustup >/dev/null 2>&1; then
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+fi
+
+# pyarrow (PyPI; Debian 12 has no python3-pyarrow) for crates/behave/tests/pyarrow.rs.
+if ! python3 -c 'import pyarrow' >/dev/null 2>&1; then
+  echo "setup: installing pyarrow (pip)" >&2
+  python3 -m pip install --quiet pyarrow 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages pyarrow
 fi

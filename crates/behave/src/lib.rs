@@ -1,9 +1,14 @@
 //! numaff's behaviour structures: what samples of memory accesses accumulate into — kMAF's per-page
 //! NUMA vectors and its sharing table feeding a sharing matrix between threads (000 §4.3).
 
+pub mod analyze;
 pub mod delocprof;
 pub mod numa_table;
+pub mod sample;
 pub mod sharing;
+pub mod trace;
 
 pub use numa_table::{NumaTable, NumaTableConfig};
+pub use sample::{DataSource, Kind, Sample, TraceMeta};
 pub use sharing::{SharingMatrix, SharingTable, SharingTableConfig};
+pub use trace::{TraceError, TraceReader, TraceWriter};

@@ -1,6 +1,7 @@
 //! The `numaff` binary: parses the command line and calls the crates. Kept thin on purpose;
 //! each subcommand lives in its own module.
 
+mod analyze;
 mod apply;
 mod demo;
 mod map;
@@ -69,6 +70,15 @@ enum Command {
   numaff sim --machine kmaf-sim-4x2 --workload my.toml --threads 0,2,4,6 --data bind:0
   numaff sim --machine laso-lpl --measure        the simulated MLC matrices")]
     Sim(sim::SimArgs),
+    /// Analyse a trace of memory-access samples (DeLocProf): the communication matrix between
+    /// threads, clusters of communication in time, the metrics Lcomm, CommR, CommC, DramR, CommLoc,
+    /// CommDyn, the class (Non-mapping, Static, Dynamic) and the page-usage pattern.
+    #[command(after_help = "Examples:
+  numaff analyze trace.parquet                       metrics, class, heaviest pairs
+  numaff analyze trace.parquet --json                the same as JSON (communication_matrix, ...)
+  numaff analyze trace.parquet --html report.html    a report, and report-*.svg/png figures
+  numaff analyze samples.csv --interval 0.1          a CSV trace; CommDyn over 100 ms intervals")]
+    Analyze(analyze::AnalyzeArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +99,7 @@ fn main() -> ExitCode {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },
+        Command::Analyze(args) => analyze::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -26,6 +26,36 @@ pub struct Initramfs {
     dirs: BTreeSet<String>,
 }
 
+/// ELF files larger than this are stripped of debug info before they go into a guest.
+const STRIP_ABOVE: u64 = 16 << 20;
+
+/// The bytes of `path` without debug info, through binutils' objcopy.
+fn stripped(path: &Path) -> Result<Vec<u8>> {
+    let out = std::env::temp_dir().join(format!(
+        "numaff-testvm-strip-{}-{}",
+        std::process::id(),
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+    let status = std::process::Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(path)
+        .arg(&out)
+        .status()
+        .map_err(|e| Error::io("cannot run objcopy (binutils) to strip", path, e))?;
+    if !status.success() {
+        let _ = fs::remove_file(&out);
+        return Err(Error::Invalid(format!(
+            "objcopy --strip-debug {} failed ({status})",
+            path.display()
+        )));
+    }
+    let bytes = fs::read(&out).map_err(|e| Error::io("cannot read", &out, e));
+    let _ = fs::remove_file(&out);
+    bytes
+}
+
 /// Whether an ELF file asks for a program interpreter (i.e. is dynamically linked).
 pub fn is_dynamic_elf(bytes: &[u8]) -> bool {
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
@@ -108,7 +138,10 @@ impl Initramfs {
     }
 
     /// Adds the host file `host` at `guest` and, if it is a dynamic ELF, every library ldd lists
-    /// for it at the same path as on the host.
+    /// for it at the same path as on the host. ELF files above 16 MiB go in without their debug
+    /// info (`objcopy --strip-debug`): debug builds of numaff carry some 200 MiB of it, which the
+    /// guest's RAM-backed root cannot hold beside everything else (exec then failed with "Text file
+    /// busy").
     pub fn add_file(&mut self, host_path: &Path, guest: &str) -> Result<()> {
         use std::os::unix::fs::PermissionsExt;
         if !guest.starts_with('/') {
@@ -139,8 +172,12 @@ impl Initramfs {
         }
         self.dirs.extend(parents(guest));
         let mode = meta.permissions().mode() & 0o7777;
-        self.files
-            .insert(guest.into(), (Source::Host(host_path.to_path_buf()), mode));
+        let source = if head.starts_with(b"\x7fELF") && meta.len() > STRIP_ABOVE {
+            Source::Bytes(stripped(host_path)?)
+        } else {
+            Source::Host(host_path.to_path_buf())
+        };
+        self.files.insert(guest.into(), (source, mode));
         Ok(())
     }
 

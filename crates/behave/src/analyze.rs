@@ -1,0 +1,718 @@
+//! The analysis of a trace (DeLocProf, 002 ch. 2, on kMAF's tables, 000 §4.3): communication events
+//! between threads, the communication matrix, clusters of events in time, the metrics and class, and
+//! the page-usage pattern.
+//!
+//! Two streaming passes over the trace, so that its size is bounded by disk, not memory: the first
+//! finds the threads, the nodes, the time span and which kinds of samples there are; the second
+//! feeds the structures. Memory is bounded by the thread count (the matrices), the NUMA table
+//! (`max_pages`), the sharing table (`sharing.blocks`), [`TIME_BINS`], and the distinct 64-byte lines
+//! written (the communication detector remembers each line's last writer).
+//!
+//! **Which samples make communication events.** A load or store sample has a known direction:
+//! communication events are DeLocProf's (002 §2.3.2), a store by one thread then a load of the same
+//! 64-byte line by another ([`ThreadCommDetector`]). A page fault is an access of unknown kind (a
+//! first touch may be a read or a write; an induced fault is whichever access came first), so it
+//! cannot say who wrote and who read. When a trace has load or store samples, faults feed only the
+//! NUMA table. For a fault-only trace the matrix is kMAF's sharing matrix (000 §4.3.2): each fault
+//! adds one event between its thread and each of the (up to two) other threads of the block vector
+//! of its 256-byte block, counted as the block's bytes, so the matrix equals the sharing matrix made
+//! symmetric, times the block size.
+//!
+//! **Metrics.** MemV (002 eq. 2.3, 2.5) is the sampled memory volume: load and store samples times
+//! the line size (fault-only traces: faults times the block size), in the same sampled units as the
+//! events, so CommR compares like with like. DramR is the share of samples with a data source that
+//! came from DRAM (local or remote); unknown (`None`) when the sampler gives no data source. CommC's
+//! clusters are those of the event times (k-means + BIC over [`TIME_BINS`] equal bins of the trace's
+//! span); CommDyn compares the task order of consecutive intervals of `interval_ns` (1 s, as 002
+//! §2.3.6 measures it) that have communication; intervals without any event are skipped.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::delocprof::{
+    classify, cluster_times, commloc, lcomm, task_sequence, Class, ClassThresholds, Clustering,
+    Metrics, ThreadCommDetector,
+};
+use crate::numa_table::{exclusivity, NumaTable, NumaTableConfig};
+use crate::sample::{Kind, Sample, TraceMeta};
+use crate::sharing::{SharingMatrix, SharingTable, SharingTableConfig};
+use crate::trace::{TraceError, TraceReader};
+
+/// Equal-width time bins of the trace's span that events are counted in (the points the clustering
+/// works on, and the bars of the events-over-time figure).
+pub const TIME_BINS: usize = 2000;
+
+/// Settings of the analysis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnalyzeConfig {
+    /// Line size of communication events (64 bytes, 002 §2.3.2).
+    pub line_bytes: u64,
+    /// The sharing table for fault-only traces (kMAF Table 3 defaults).
+    pub sharing: SharingTableConfig,
+    /// Most pages the NUMA table holds (beyond, samples are counted as dropped).
+    pub max_pages: u64,
+    /// Most clusters tried by k-means + BIC.
+    pub max_k: usize,
+    /// Interval of CommDyn, ns.
+    pub interval_ns: u64,
+    /// Bins of the exclusivity histogram over (0, 1].
+    pub exclusivity_bins: usize,
+    /// Thresholds of the class decision tree.
+    pub thresholds: ClassThresholds,
+}
+
+impl Default for AnalyzeConfig {
+    fn default() -> Self {
+        AnalyzeConfig {
+            line_bytes: 64,
+            sharing: SharingTableConfig::default(),
+            max_pages: 1 << 24,
+            max_k: 8,
+            interval_ns: 1_000_000_000,
+            exclusivity_bins: 10,
+            thresholds: ClassThresholds::default(),
+        }
+    }
+}
+
+/// Where the communication matrix came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommSource {
+    /// Store-then-load events of load and store samples (DeLocProf).
+    LoadsAndStores,
+    /// kMAF's sharing table over page faults.
+    SharingTable,
+    /// No samples.
+    None,
+}
+
+/// A thread of the trace, in the trace's thread order (ascending pid, then tid).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadInfo {
+    /// Index in the matrix.
+    pub index: usize,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Name from the trace's metadata.
+    pub name: Option<String>,
+    /// Samples of this thread.
+    pub samples: u64,
+}
+
+/// One time bin with communication events.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EventBin {
+    /// Start of the bin, ns.
+    pub start_ns: u64,
+    /// Events in the bin.
+    pub events: u64,
+    /// The cluster the bin belongs to.
+    pub cluster: usize,
+}
+
+/// The page-usage pattern (from the NUMA table).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PageUsage {
+    /// Page size used, bytes.
+    pub page_size: u64,
+    /// Pages sampled.
+    pub pages: u64,
+    /// Pages by exclusivity (000 eq. 3, max(NV)/sum(NV)) in equal bins over (0, 1]; the last bin
+    /// holds the pages used from one node only.
+    pub exclusivity_histogram: Vec<u64>,
+    /// Pages by the node of their first sample (where first-touch placement would put them).
+    pub first_touch_per_node: Vec<u64>,
+    /// Pages by the node that sampled them most (ties: lowest node).
+    pub most_used_per_node: Vec<u64>,
+    /// Pages sampled from more than one node.
+    pub shared_pages: u64,
+    /// Samples the NUMA table could not hold (full).
+    pub dropped_samples: u64,
+    /// Memory of the NUMA table, bytes.
+    pub table_bytes: u64,
+}
+
+/// What the sampler saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Coverage {
+    /// The sampler named in the metadata.
+    pub sampler: Option<String>,
+    /// Samples in all.
+    pub samples: u64,
+    /// Fault samples.
+    pub faults: u64,
+    /// Load samples.
+    pub loads: u64,
+    /// Store samples.
+    pub stores: u64,
+    /// Samples with a latency.
+    pub with_latency: u64,
+    /// Samples with a data source.
+    pub with_data_source: u64,
+    /// First sample, ns.
+    pub start_ns: u64,
+    /// Last sample, ns.
+    pub end_ns: u64,
+    /// Samples per second over the span.
+    pub samples_per_s: f64,
+    /// Samples by node of the cpu.
+    pub samples_per_node: Vec<u64>,
+    /// Rates the sampler recorded in the metadata.
+    pub rates: BTreeMap<String, f64>,
+}
+
+/// The result of [`analyze`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    /// Threads in matrix order.
+    pub threads: Vec<ThreadInfo>,
+    /// NUMA nodes seen (the largest node id plus one).
+    pub nodes: usize,
+    /// Where the matrix came from.
+    pub comm_source: CommSource,
+    /// Bytes exchanged by each pair (symmetric), indexed like `threads`.
+    pub communication_matrix: Vec<Vec<f64>>,
+    /// Communication events detected.
+    pub events: u64,
+    /// Width of the time bins of `event_bins`, ns.
+    pub bin_ns: u64,
+    /// Time bins with events, with their cluster.
+    pub event_bins: Vec<EventBin>,
+    /// The clustering of event times.
+    pub clustering: Clustering,
+    /// Sampled memory volume (MemV), bytes.
+    pub mem_volume: f64,
+    /// DeLocProf metrics.
+    pub metrics: Metrics,
+    /// DeLocProf class.
+    pub class: Class,
+    /// What the class means for mapping, in one line.
+    pub advice: String,
+    /// Page-usage pattern.
+    pub pages: PageUsage,
+    /// The sampler's coverage.
+    pub coverage: Coverage,
+}
+
+/// What the first pass learns.
+struct Scan {
+    threads: BTreeMap<(u32, u32), u64>,
+    max_node: Option<u32>,
+    start: u64,
+    end: u64,
+    counts: [u64; 3],
+    with_latency: u64,
+    with_source: u64,
+    dram: u64,
+}
+
+fn scan<I>(batches: I) -> Result<Scan, TraceError>
+where
+    I: Iterator<Item = Result<Vec<Sample>, TraceError>>,
+{
+    let mut s = Scan {
+        threads: BTreeMap::new(),
+        max_node: None,
+        start: u64::MAX,
+        end: 0,
+        counts: [0; 3],
+        with_latency: 0,
+        with_source: 0,
+        dram: 0,
+    };
+    for batch in batches {
+        for x in batch? {
+            *s.threads.entry((x.pid, x.tid)).or_insert(0) += 1;
+            s.max_node = s.max_node.max(Some(x.node));
+            s.start = s.start.min(x.time_ns);
+            s.end = s.end.max(x.time_ns);
+            s.counts[x.kind as usize] += 1;
+            s.with_latency += u64::from(x.latency_ns.is_some());
+            if let Some(d) = x.data_source {
+                s.with_source += 1;
+                s.dram += u64::from(d.is_dram());
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Analyses a trace file (two streaming passes).
+pub fn analyze_file(path: &Path, cfg: &AnalyzeConfig) -> Result<Analysis, TraceError> {
+    let meta = TraceReader::open(path)?.meta().clone();
+    analyze(|| TraceReader::open(path), &meta, cfg)
+}
+
+/// Analyses samples in memory.
+pub fn analyze_samples(samples: &[Sample], meta: &TraceMeta, cfg: &AnalyzeConfig) -> Analysis {
+    let once = || Ok::<_, TraceError>(std::iter::once(Ok(samples.to_vec())));
+    match analyze(once, meta, cfg) {
+        Ok(a) => a,
+        Err(_) => unreachable!("in-memory samples cannot fail to read"),
+    }
+}
+
+/// Analyses a trace that `open` streams from its start, as often as asked (twice).
+pub fn analyze<F, I>(
+    mut open: F,
+    meta: &TraceMeta,
+    cfg: &AnalyzeConfig,
+) -> Result<Analysis, TraceError>
+where
+    F: FnMut() -> Result<I, TraceError>,
+    I: Iterator<Item = Result<Vec<Sample>, TraceError>>,
+{
+    let sc = scan(open()?)?;
+    let nodes = sc.max_node.map_or(0, |n| n as usize + 1);
+    let index: HashMap<(u32, u32), usize> = sc
+        .threads
+        .keys()
+        .enumerate()
+        .map(|(i, &k)| (k, i))
+        .collect();
+    let t = index.len();
+    let total: u64 = sc.counts.iter().sum();
+    let (faults, loads, stores) = (
+        sc.counts[Kind::Fault as usize],
+        sc.counts[Kind::Load as usize],
+        sc.counts[Kind::Store as usize],
+    );
+    let comm_source = if loads + stores > 0 {
+        CommSource::LoadsAndStores
+    } else if faults > 0 {
+        CommSource::SharingTable
+    } else {
+        CommSource::None
+    };
+    let span = sc.end.saturating_sub(sc.start);
+    let bin_ns = (span / TIME_BINS as u64 + 1).max(1);
+    let page_size = meta.page_size.unwrap_or(4096).max(1);
+    let page_shift = page_size.next_power_of_two().trailing_zeros();
+
+    // Second pass.
+    let mut detector = ThreadCommDetector::new(cfg.line_bytes);
+    let mut sharing = SharingTable::new(cfg.sharing);
+    let mut sharing_matrix = SharingMatrix::new();
+    let block_bytes = cfg.sharing.block_bytes.max(1).next_power_of_two();
+    let mut table = NumaTable::new(NumaTableConfig::new(nodes.max(1), cfg.max_pages));
+    let mut first_touch = vec![0u64; nodes];
+    let mut matrix = vec![vec![0.0f64; t]; t];
+    let words = t.div_ceil(64);
+    // Per time bin: events and the set of tasks involved (bitset).
+    let mut bin_events = vec![0u64; TIME_BINS + 1];
+    let mut bin_tasks: HashMap<usize, Vec<u64>> = HashMap::new();
+    // Per CommDyn interval: the matrix (sparse).
+    let mut intervals: BTreeMap<u64, HashMap<(usize, usize), f64>> = BTreeMap::new();
+    let mut events = 0u64;
+    let mut samples_per_node = vec![0u64; nodes];
+    let mut add_event = |time: u64, from: usize, to: usize, bytes: f64| {
+        if from == to {
+            return;
+        }
+        events += 1;
+        matrix[from][to] += bytes;
+        matrix[to][from] += bytes;
+        let b = ((time - sc.start) / bin_ns) as usize;
+        bin_events[b] += 1;
+        let set = bin_tasks.entry(b).or_insert_with(|| vec![0; words]);
+        set[from / 64] |= 1 << (from % 64);
+        set[to / 64] |= 1 << (to % 64);
+        let iv = (time - sc.start) / cfg.interval_ns.max(1);
+        *intervals
+            .entry(iv)
+            .or_default()
+            .entry((from.min(to), from.max(to)))
+            .or_insert(0.0) += bytes;
+    };
+    for batch in open()? {
+        for x in batch? {
+            // The thread set and time span are those of the first pass; a source that changed in
+            // between is not analysed beyond them.
+            let Some(&task) = index.get(&(x.pid, x.tid)) else {
+                continue;
+            };
+            if x.time_ns < sc.start || x.time_ns > sc.end || x.node as usize >= nodes {
+                continue;
+            }
+            samples_per_node[x.node as usize] += 1;
+            if let Some(nv) = table.record(x.addr >> page_shift, x.node as usize) {
+                if nv.iter().map(|&c| u32::from(c)).sum::<u32>() == 1 {
+                    first_touch[x.node as usize] += 1;
+                }
+            }
+            match (comm_source, x.kind) {
+                (CommSource::LoadsAndStores, Kind::Load | Kind::Store) => {
+                    if let Some(e) = detector.access(x.time_ns, task, x.addr, x.kind == Kind::Store)
+                    {
+                        add_event(e.time_ns, e.from, e.to, e.bytes as f64);
+                    }
+                }
+                (CommSource::SharingTable, Kind::Fault) => {
+                    // Thread ids of the sharing table are 16-bit; more threads than that are not
+                    // tracked for sharing.
+                    let Ok(id) = u16::try_from(task) else {
+                        continue;
+                    };
+                    if id == u16::MAX {
+                        continue;
+                    }
+                    let (mru, lru) = sharing.block_vector(x.addr);
+                    sharing.record(id, x.addr, &mut sharing_matrix);
+                    for u in [mru, lru].into_iter().flatten() {
+                        if u != id {
+                            add_event(x.time_ns, usize::from(u), task, block_bytes as f64);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    // Clustering of the event bins (times at the bins' centres, weights = events).
+    let nonempty: Vec<usize> = (0..bin_events.len())
+        .filter(|&b| bin_events[b] > 0)
+        .collect();
+    let times: Vec<u64> = nonempty
+        .iter()
+        .map(|&b| sc.start + b as u64 * bin_ns + bin_ns / 2)
+        .collect();
+    let weights: Vec<f64> = nonempty.iter().map(|&b| bin_events[b] as f64).collect();
+    let clustering = cluster_times(&times, &weights, cfg.max_k, bin_ns as f64);
+    let event_bins: Vec<EventBin> = nonempty
+        .iter()
+        .zip(&clustering.assignment)
+        .map(|(&b, &c)| EventBin {
+            start_ns: sc.start + b as u64 * bin_ns,
+            events: bin_events[b],
+            cluster: c,
+        })
+        .collect();
+    // CommC (eq. 2.4): distinct tasks per cluster over T · clusters.
+    let commc = if clustering.k == 0 || t == 0 {
+        0.0
+    } else {
+        let mut sets = vec![vec![0u64; words]; clustering.k];
+        for (&b, &c) in nonempty.iter().zip(&clustering.assignment) {
+            if let Some(bits) = bin_tasks.get(&b) {
+                for (w, v) in sets[c].iter_mut().zip(bits) {
+                    *w |= v;
+                }
+            }
+        }
+        let distinct: u32 = sets.iter().flatten().map(|w| w.count_ones()).sum();
+        f64::from(distinct) / (t * clustering.k) as f64
+    };
+    // CommDyn (eq. 2.8) over the intervals with communication.
+    let mut commdyn = 0;
+    let mut previous: Option<Vec<usize>> = None;
+    for cells in intervals.values() {
+        let mut m = vec![vec![0.0; t]; t];
+        for (&(a, b), &v) in cells {
+            m[a][b] += v;
+            m[b][a] += v;
+        }
+        let seq = task_sequence(&m);
+        if previous.as_ref().is_some_and(|p| *p != seq) {
+            commdyn += 1;
+        }
+        previous = Some(seq);
+    }
+    let mem_volume = match comm_source {
+        CommSource::LoadsAndStores => ((loads + stores) * cfg.line_bytes) as f64,
+        CommSource::SharingTable => (faults * block_bytes) as f64,
+        CommSource::None => 0.0,
+    };
+    let l = lcomm(&matrix);
+    let metrics = Metrics {
+        Lcomm: l,
+        CommR: (mem_volume > 0.0).then(|| l / mem_volume),
+        CommC: commc,
+        DramR: (sc.with_source > 0).then(|| sc.dram as f64 / sc.with_source as f64),
+        CommLoc: commloc(&matrix),
+        CommDyn: commdyn,
+    };
+    let class = classify(&metrics, &cfg.thresholds);
+    let advice = advice(class, &metrics, comm_source);
+
+    // Page usage.
+    let bins = cfg.exclusivity_bins.max(1);
+    let mut hist = vec![0u64; bins];
+    let mut most_used = vec![0u64; nodes];
+    let (mut pages, mut shared) = (0u64, 0u64);
+    for (_, nv) in table.iter() {
+        pages += 1;
+        let e = exclusivity(nv);
+        let b = ((e * bins as f64).ceil() as usize).clamp(1, bins) - 1;
+        hist[b] += 1;
+        shared += u64::from(nv.iter().filter(|&&c| c > 0).count() > 1);
+        let best = (0..nv.len()).max_by(|&a, &b| nv[a].cmp(&nv[b]).then(b.cmp(&a)));
+        if let Some(n) = best.filter(|&n| n < nodes) {
+            most_used[n] += 1;
+        }
+    }
+    let threads = sc
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, (&(pid, tid), &samples))| ThreadInfo {
+            index: i,
+            pid,
+            tid,
+            name: meta.thread_names.get(&tid).cloned(),
+            samples,
+        })
+        .collect();
+    Ok(Analysis {
+        threads,
+        nodes,
+        comm_source,
+        communication_matrix: matrix,
+        events,
+        bin_ns,
+        event_bins,
+        clustering,
+        mem_volume,
+        metrics,
+        class,
+        advice,
+        pages: PageUsage {
+            page_size,
+            pages,
+            exclusivity_histogram: hist,
+            first_touch_per_node: first_touch,
+            most_used_per_node: most_used,
+            shared_pages: shared,
+            dropped_samples: table.dropped(),
+            table_bytes: table.memory_bytes(),
+        },
+        coverage: Coverage {
+            sampler: meta.sampler.clone(),
+            samples: total,
+            faults,
+            loads,
+            stores,
+            with_latency: sc.with_latency,
+            with_data_source: sc.with_source,
+            start_ns: if total > 0 { sc.start } else { 0 },
+            end_ns: sc.end,
+            samples_per_s: if span > 0 {
+                total as f64 / (span as f64 / 1e9)
+            } else {
+                0.0
+            },
+            samples_per_node,
+            rates: meta.rates.clone(),
+        },
+    })
+}
+
+/// One line on what a class means for mapping.
+pub fn advice(class: Class, m: &Metrics, source: CommSource) -> String {
+    match (class, source) {
+        (_, CommSource::None) => "no samples: nothing to say about mapping".into(),
+        (Class::NonMapping, _) => "little communication for the memory traffic and little DRAM \
+            pressure: thread mapping is unlikely to pay off; keep the scheduler's placement"
+            .into(),
+        (Class::Static, _) => format!(
+            "a stable communication pattern ({} change{} of the task order): map once, offline, \
+             from this matrix (e.g. the deloc or treematch policies)",
+            m.CommDyn,
+            if m.CommDyn == 1 { "" } else { "s" }
+        ),
+        (Class::Dynamic, _) => format!(
+            "the communication pattern changes {} times: an online mapper that remaps at \
+             intervals (ondeloc) suits it better than one offline mapping",
+            m.CommDyn
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delocprof::{comm_matrix, commc, CommEvent};
+
+    /// 8 threads; thread i stores lines that thread i+1 (mod 8) then loads; three bursts.
+    pub(crate) fn neighbour_trace() -> Vec<Sample> {
+        let mut out = Vec::new();
+        let mut seed = 5u64;
+        for (burst, centre) in [10_000_000u64, 50_000_000, 90_000_000]
+            .into_iter()
+            .enumerate()
+        {
+            for round in 0..50u64 {
+                for i in 0..8u32 {
+                    let j = (i + 1) % 8;
+                    let line = 0x10_0000u64 * (i as u64 + 1) + (burst as u64 * 50 + round) * 64;
+                    // Around the burst's centre: a sum of four uniforms over 1 ms (about normal,
+                    // 0.6 ms standard deviation).
+                    let mut t = centre;
+                    for _ in 0..4 {
+                        seed = seed
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        t += (seed >> 33) % 1_000_000;
+                    }
+                    let s = |time_ns, tid: u32, kind| Sample {
+                        time_ns,
+                        pid: 1000,
+                        tid: 1000 + tid,
+                        cpu: tid,
+                        node: tid / 4,
+                        addr: line,
+                        kind,
+                        latency_ns: None,
+                        data_source: None,
+                    };
+                    out.push(s(t, i, Kind::Store));
+                    out.push(s(t + 50, j, Kind::Load));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    #[allow(clippy::needless_range_loop)] // (i, j) cells of a matrix
+    fn issue5_neighbour_pairs_and_three_bursts_are_recovered() {
+        let a = analyze_samples(
+            &neighbour_trace(),
+            &TraceMeta::default(),
+            &AnalyzeConfig::default(),
+        );
+        assert_eq!(a.comm_source, CommSource::LoadsAndStores);
+        assert_eq!(a.threads.len(), 8);
+        assert_eq!(a.threads[3].tid, 1003);
+        let m = &a.communication_matrix;
+        for i in 0..8 {
+            let j = (i + 1) % 8;
+            // Each pair: 3 bursts × 50 lines × 64 bytes.
+            assert_eq!(m[i][j], 150.0 * 64.0, "({i},{j})");
+            for k in 0..8 {
+                if k != (i + 1) % 8 && (k + 1) % 8 != i {
+                    assert_eq!(m[i][k], 0.0, "({i},{k})");
+                }
+            }
+        }
+        assert_eq!(a.events, 8 * 150);
+        assert_eq!(a.clustering.k, 3, "BIC {:?}", a.clustering.bic);
+        // Every task communicates in every burst: CommC = 8·3 / (8·3) = 1.
+        assert_eq!(a.metrics.CommC, 1.0);
+        assert_eq!(a.metrics.Lcomm, 2.0 * 8.0 * 150.0 * 64.0);
+        // MemV: 2400 samples × 64 bytes; Lcomm counts each byte twice.
+        assert_eq!(a.metrics.CommR, Some(1.0));
+        assert_eq!(a.metrics.DramR, None);
+        assert_eq!(a.metrics.CommDyn, 0, "one interval only");
+        assert_eq!(a.class, Class::Static);
+        // Page usage: each thread's lines lie in its own pages, used from node i/4 and (i+1)/4.
+        assert_eq!(a.nodes, 2);
+        assert!(a.pages.pages > 0);
+        assert_eq!(
+            a.pages.shared_pages, 6,
+            "the 3 pages each of threads 3 and 7 (read from the other node)"
+        );
+        assert_eq!(
+            a.pages.exclusivity_histogram.iter().sum::<u64>(),
+            a.pages.pages
+        );
+        assert_eq!(a.coverage.samples, 2400);
+        assert_eq!(a.coverage.samples_per_node, vec![1200, 1200]);
+    }
+
+    #[test]
+    fn matches_the_plain_delocprof_functions() {
+        // The streaming bins give the same CommC as the event-list function.
+        let samples = neighbour_trace();
+        let a = analyze_samples(&samples, &TraceMeta::default(), &AnalyzeConfig::default());
+        let mut d = ThreadCommDetector::new(64);
+        let index = |tid: u32| (tid - 1000) as usize;
+        let events: Vec<CommEvent> = samples
+            .iter()
+            .filter_map(|s| d.access(s.time_ns, index(s.tid), s.addr, s.kind == Kind::Store))
+            .collect();
+        assert_eq!(comm_matrix(&events, 8), a.communication_matrix);
+        let assign: Vec<usize> = events
+            .iter()
+            .map(|e| {
+                let b = a
+                    .event_bins
+                    .iter()
+                    .rposition(|bin| bin.start_ns <= e.time_ns)
+                    .unwrap();
+                a.event_bins[b].cluster
+            })
+            .collect();
+        assert_eq!(commc(&events, &assign, a.clustering.k, 8), a.metrics.CommC);
+    }
+
+    #[test]
+    fn fault_only_traces_use_the_sharing_table() {
+        // Threads 0 and 1 fault on the same blocks; thread 2 alone elsewhere.
+        let f = |t: u64, tid: u32, addr: u64| Sample {
+            time_ns: t,
+            pid: 1,
+            tid,
+            cpu: tid,
+            node: 0,
+            addr,
+            kind: Kind::Fault,
+            latency_ns: None,
+            data_source: None,
+        };
+        let mut s = Vec::new();
+        for b in 0..10u64 {
+            s.push(f(b * 10, 0, b * 256));
+            s.push(f(b * 10 + 1, 1, b * 256 + 8));
+            s.push(f(b * 10 + 2, 2, (1 << 30) | (b * 256)));
+        }
+        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default());
+        assert_eq!(a.comm_source, CommSource::SharingTable);
+        assert_eq!(a.events, 10);
+        assert_eq!(a.communication_matrix[0][1], 10.0 * 256.0);
+        assert_eq!(a.communication_matrix[1][0], 10.0 * 256.0);
+        assert_eq!(a.communication_matrix[2].iter().sum::<f64>(), 0.0);
+    }
+
+    #[test]
+    fn dram_ratio_and_dynamics() {
+        use crate::sample::DataSource;
+        // Interval 0: 0→1 communicates; interval 1: 2→3; interval 2: 2→3 again. One change.
+        let mut s = Vec::new();
+        let mk = |t: u64, tid: u32, kind, addr, ds| Sample {
+            time_ns: t,
+            pid: 1,
+            tid,
+            cpu: 0,
+            node: 0,
+            addr,
+            kind,
+            latency_ns: Some(100),
+            data_source: Some(ds),
+        };
+        for (iv, (w, r)) in [(0u32, 1u32), (2, 3), (2, 3)].into_iter().enumerate() {
+            let t = iv as u64 * 1_000_000_000 + 10;
+            let addr = 4096 * (iv as u64 + 1);
+            s.push(mk(t, w, Kind::Store, addr, DataSource::L1));
+            s.push(mk(t + 5, r, Kind::Load, addr, DataSource::LocalDram));
+        }
+        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default());
+        assert_eq!(a.metrics.CommDyn, 1);
+        assert_eq!(a.metrics.DramR, Some(0.5));
+        assert_eq!(a.coverage.with_latency, 6);
+    }
+
+    #[test]
+    fn an_empty_trace_analyses_to_nothing() {
+        let a = analyze_samples(&[], &TraceMeta::default(), &AnalyzeConfig::default());
+        assert_eq!(a.comm_source, CommSource::None);
+        assert!(a.communication_matrix.is_empty());
+        assert_eq!(a.clustering.k, 0);
+        assert_eq!(a.pages.pages, 0);
+    }
+}

@@ -1,0 +1,274 @@
+//! `numaff analyze`: a synthetic trace (8 threads, thread i stores lines that thread i+1 loads, in
+//! three bursts) analysed from Parquet and CSV, as text, JSON and an HTML report rendered by
+//! headless Chromium (scripts/setup.sh installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use numaff_behave::trace::write_trace;
+use numaff_behave::{Kind, Sample, TraceMeta};
+
+/// 8 threads; thread i stores 50 lines per burst that thread i+1 (mod 8) then loads; three bursts
+/// (about normal, 0.6 ms standard deviation) at 10, 50 and 90 ms. Threads 0-3 on node 0, 4-7 on 1.
+fn neighbour_trace() -> Vec<Sample> {
+    let mut out = Vec::new();
+    let mut seed = 5u64;
+    for (burst, centre) in [10_000_000u64, 50_000_000, 90_000_000]
+        .into_iter()
+        .enumerate()
+    {
+        for round in 0..50u64 {
+            for i in 0..8u32 {
+                let j = (i + 1) % 8;
+                let line = 0x10_0000u64 * (u64::from(i) + 1) + (burst as u64 * 50 + round) * 64;
+                let mut t = centre;
+                for _ in 0..4 {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    t += (seed >> 33) % 1_000_000;
+                }
+                let s = |time_ns, tid: u32, kind| Sample {
+                    time_ns,
+                    pid: 4000,
+                    tid: 4000 + tid,
+                    cpu: tid,
+                    node: tid / 4,
+                    addr: line,
+                    kind,
+                    latency_ns: None,
+                    data_source: None,
+                };
+                out.push(s(t, i, Kind::Store));
+                out.push(s(t + 50, j, Kind::Load));
+            }
+        }
+    }
+    out.sort_by_key(|s| s.time_ns);
+    out
+}
+
+fn meta() -> TraceMeta {
+    let mut m = TraceMeta {
+        command: Some("./neighbours 8".into()),
+        sampler: Some("synthetic".into()),
+        ..Default::default()
+    };
+    m.rates.insert("samples_per_s".into(), 30000.0);
+    for i in 0..8u32 {
+        m.thread_names.insert(4000 + i, format!("worker-{i}"));
+    }
+    m
+}
+
+fn numaff(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("numaff")
+        .expect("numaff binary")
+        .args(args)
+        .output()
+        .expect("numaff runs")
+}
+
+fn trace_in(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    write_trace(&path, &meta(), &neighbour_trace()).expect("write trace");
+    path
+}
+
+#[test]
+fn issue5_analyze_json_recovers_neighbour_pairs_and_three_bursts() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["t.parquet", "t.csv"] {
+        let path = trace_in(dir.path(), name);
+        let out = numaff(&["analyze", path.to_str().unwrap(), "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let threads = v["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 8);
+        assert_eq!(threads[2]["tid"], 4002);
+        let m: Vec<Vec<f64>> = serde_json::from_value(v["communication_matrix"].clone()).unwrap();
+        // The heaviest partner of every thread is a neighbour.
+        for (i, row) in m.iter().enumerate() {
+            let best = (0..8).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
+            assert!(
+                best == (i + 1) % 8 || (best + 1) % 8 == i,
+                "{name}: row {i}: {row:?}"
+            );
+            assert_eq!(row[(i + 1) % 8], 150.0 * 64.0);
+        }
+        assert_eq!(v["clusters"], 3, "{name}");
+        for key in ["Lcomm", "CommR", "CommC", "DramR", "CommLoc", "CommDyn"] {
+            assert!(v["metrics"].get(key).is_some(), "{name}: metrics.{key}");
+        }
+        assert_eq!(v["metrics"]["CommC"], 1.0);
+        assert!(v["metrics"]["DramR"].is_null(), "no data source: unknown");
+        assert_eq!(v["class"], "Static");
+    }
+}
+
+#[test]
+fn analyze_text_names_the_class_and_its_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = trace_in(dir.path(), "t.parquet");
+    let out = numaff(&["analyze", path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2400 samples (0 faults, 1200 loads, 1200 stores) of 8 threads on 2 nodes"),
+        "{text}"
+    );
+    assert!(
+        text.contains("class: Static — a stable communication pattern"),
+        "{text}"
+    );
+    assert!(text.contains("DramR"), "{text}");
+    assert!(text.contains("unknown"), "{text}");
+}
+
+#[test]
+fn analyze_of_a_corrupt_trace_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = trace_in(dir.path(), "t.parquet");
+    let data = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &data[..data.len() - 100]).unwrap();
+    let out = numaff(&["analyze", path.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("numaff: error: "), "{err}");
+    assert!(
+        err.contains("t.parquet is not a readable Parquet trace"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(
+        &csv,
+        "time_ns,pid,tid,cpu,node,addr,kind\n1,1,1,0,0,64,load\n2,1,1,0,0,x,load\n",
+    )
+    .unwrap();
+    let out = numaff(&["analyze", csv.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.csv, line 3: addr \"x\" is not a non-negative integer"),
+        "{err}"
+    );
+}
+
+/// Headless Chromium, with the flags of DESIGN.md.
+fn chromium(args: &[&str]) -> std::process::Output {
+    let profile = tempfile::tempdir().expect("a temporary profile directory");
+    let user_data = format!("--user-data-dir={}", profile.path().display());
+    let bin = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("headless Chromium (scripts/setup.sh installs Debian's chromium)");
+    Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            &user_data,
+        ])
+        .args(args)
+        .output()
+        .expect("chromium runs")
+}
+
+#[test]
+fn issue5_html_report_renders_in_headless_chromium() {
+    // Kept under target/ so the figures can be looked at after the test.
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("analyze-report");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let path = trace_in(&out_dir, "t.parquet");
+    let html = out_dir.join("report.html");
+    let out = numaff(&[
+        "analyze",
+        path.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for fig in ["matrix", "events", "exclusivity", "pages", "coverage"] {
+        for ext in ["svg", "png"] {
+            let f = out_dir.join(format!("report-{fig}.{ext}"));
+            let len = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 1000, "{} has {len} bytes", f.display());
+        }
+        let png = std::fs::read(out_dir.join(format!("report-{fig}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+    let doc = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        !doc.contains("<script src") && !doc.contains("<img src=\"http"),
+        "self-contained"
+    );
+    assert_eq!(doc.matches("<svg").count(), 5);
+
+    let url = format!("file://{}", html.display());
+    let shot = out_dir.join("screenshot.png");
+    let out = chromium(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1400,2400",
+        &url,
+    ]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "chromium failed: {log}");
+    for line in log.lines() {
+        assert!(
+            !(line.contains("CONSOLE") || line.contains("Uncaught")),
+            "console message while rendering the report: {line}"
+        );
+    }
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(
+        png.len() > 20_000,
+        "screenshot of {} bytes: blank?",
+        png.len()
+    );
+    // The DOM chromium built has the figures and tables.
+    let out = chromium(&["--dump-dom", &url]);
+    assert!(out.status.success());
+    let dom = String::from_utf8_lossy(&out.stdout);
+    for id in [
+        "class",
+        "metrics",
+        "fig-matrix",
+        "fig-events",
+        "fig-exclusivity",
+        "fig-pages",
+        "fig-coverage",
+        "threads",
+        "coverage",
+    ] {
+        assert!(
+            dom.contains(&format!("id=\"{id}\"")),
+            "no #{id} in the rendered DOM"
+        );
+    }
+    assert!(dom.contains("Static"));
+}

@@ -1,0 +1,25 @@
+//! Parquet trace reading (numaff_behave::trace) on arbitrary bytes: errors, never a panic.
+//!
+//! The parquet crate itself panics on some corrupt metadata (57.3.2: an `unwrap` in its thrift
+//! decoder, kept as crates/behave/tests/fixtures/parquet-thrift-panic.parquet); numaff's reader
+//! catches panics of the Parquet layer (with the panic hook silenced for the call, so
+//! libfuzzer-sys' aborting hook does not fire) and turns them into errors naming the file; a panic
+//! anywhere else still aborts the run.
+#![no_main]
+
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(reader) =
+        numaff_behave::TraceReader::from_parquet_bytes(Path::new("fuzz.parquet"), data.to_vec())
+    else {
+        return;
+    };
+    for batch in reader {
+        if batch.is_err() {
+            break;
+        }
+    }
+});
