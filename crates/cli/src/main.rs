@@ -4,6 +4,7 @@
 mod apply;
 mod demo;
 mod map;
+mod mapp;
 mod show;
 mod topo;
 
@@ -58,6 +59,14 @@ enum Command {
   numaff apply app.toml --skip 0x2 -- ./omp_prog     leave the 2nd created thread unpinned
   numaff apply app.toml -v -- ./prog                 report every thread as it is pinned")]
     Apply(apply::ApplyArgs),
+    /// MApp (Minas): rewrite the large static arrays of a C file into libnumaff allocations placed
+    /// with the memory policy the machine calls for (cyclic or bind_block), and report why.
+    #[command(after_help = "Examples:
+  numaff mapp solver.c -o solver_numa.c                     for this machine
+  numaff mapp solver.c -o out.c --machine minas-opteron     for a catalog machine
+  numaff mapp solver.c --json -o out.c                      the report as JSON
+Build the output against libnumaff: gcc -fopenmp out.c $(pkg-config --cflags --libs numaff)")]
+    Mapp(mapp::MappArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +82,7 @@ fn main() -> ExitCode {
         Command::Topo(args) => topo::run(&args),
         Command::Show(args) => show::run(&args),
         Command::Map(args) => map::run(&args),
+        Command::Mapp(args) => mapp::run(&args),
         Command::Apply(args) => match apply::run(&args) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
