@@ -129,3 +129,14 @@ fn eligible_arrays_without_main_is_an_error() {
     assert!(matches!(e, MappError::NoMain(_)), "{e}");
     assert!(e.to_string().contains("big"));
 }
+
+#[test]
+fn a_file_over_the_limit_is_refused() {
+    let m = resolve("minas-opteron").unwrap();
+    let big = format!(
+        "int main(void) {{ return 0; }}\n{}",
+        " ".repeat(numaff_mapp::MAX_INPUT_BYTES)
+    );
+    let e = transform(&big, &m).unwrap_err();
+    assert!(matches!(e, MappError::TooLarge(_)), "{e}");
+}
