@@ -5,6 +5,7 @@ mod analyze;
 mod apply;
 mod demo;
 mod map;
+mod mapp;
 mod show;
 mod sim;
 mod topo;
@@ -79,6 +80,14 @@ enum Command {
   numaff analyze trace.parquet --html report.html    a report, and report-*.svg/png figures
   numaff analyze samples.csv --interval 0.1          a CSV trace; CommDyn over 100 ms intervals")]
     Analyze(analyze::AnalyzeArgs),
+    /// MApp (Minas): rewrite the large static arrays of a C file into libnumaff allocations placed
+    /// with the memory policy the machine calls for (cyclic or bind_block), and report why.
+    #[command(after_help = "Examples:
+  numaff mapp solver.c -o solver_numa.c                     for this machine
+  numaff mapp solver.c -o out.c --machine minas-opteron     for a catalog machine
+  numaff mapp solver.c --json -o out.c                      the report as JSON
+Build the output against libnumaff: gcc -fopenmp out.c $(pkg-config --cflags --libs numaff)")]
+    Mapp(mapp::MappArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +104,7 @@ fn main() -> ExitCode {
         Command::Show(args) => show::run(&args),
         Command::Map(args) => map::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Mapp(args) => mapp::run(&args),
         Command::Apply(args) => match apply::run(&args) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),

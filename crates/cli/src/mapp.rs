@@ -1,0 +1,102 @@
+//! `numaff mapp`: the MApp preprocessor (Minas 004 §3.2): rewrites the large static arrays of a C
+//! file into libnumaff allocations placed with the policy the machine calls for.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use numaff_machine::{spec, write_atomic};
+use numaff_mapp::{transform, Report};
+
+#[derive(Args)]
+pub struct MappArgs {
+    /// The C file to transform.
+    input: PathBuf,
+    /// Write the transformed file here (atomically; nothing is written on error). Without it the
+    /// transformed file goes to stdout and the report to stderr.
+    #[arg(short, long, value_name = "OUT.c")]
+    output: Option<PathBuf>,
+    /// The machine to choose the policy and the size threshold for (default: this machine): a
+    /// machine file, an hwloc XML export, a catalog name or a synthetic description.
+    #[arg(long, value_name = "MACHINE", default_value = "host")]
+    machine: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &MappArgs) -> Result<()> {
+    let machine = spec::resolve(&args.machine)
+        .with_context(|| format!("cannot load machine {:?}", args.machine))?;
+    let meta = std::fs::metadata(&args.input)
+        .with_context(|| format!("cannot read {}", args.input.display()))?;
+    if meta.len() > numaff_mapp::MAX_INPUT_BYTES as u64 {
+        anyhow::bail!(
+            "{}: {} bytes; MApp takes C files up to {} bytes",
+            args.input.display(),
+            meta.len(),
+            numaff_mapp::MAX_INPUT_BYTES
+        );
+    }
+    let bytes = std::fs::read(&args.input)
+        .with_context(|| format!("cannot read {}", args.input.display()))?;
+    let source = String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{}: not UTF-8 text: {e}", args.input.display()))?;
+    let t = transform(&source, &machine)
+        .map_err(|e| anyhow::anyhow!("{}:{e}", args.input.display()))?;
+    let report = if args.json {
+        serde_json::to_string_pretty(&t.report)? + "\n"
+    } else {
+        text_report(&t.report, &args.input.display().to_string())
+    };
+    match &args.output {
+        Some(out) => {
+            write_atomic(out, t.output.as_bytes())
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            print!("{report}");
+        }
+        None => {
+            print!("{}", t.output);
+            eprint!("{report}");
+        }
+    }
+    Ok(())
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        return format!("{bytes} B");
+    }
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn text_report(r: &Report, input: &str) -> String {
+    let mut s = format!(
+        "policy: {} ({})\nthreshold: {} bytes ({}, the largest cache)\n",
+        r.decision.policy.name(),
+        r.decision.reason,
+        r.threshold_bytes,
+        mib(r.threshold_bytes)
+    );
+    if r.arrays.is_empty() {
+        s.push_str(&format!("{input}: no file-scope arrays\n"));
+    }
+    for a in &r.arrays {
+        let size = a.bytes.map(mib).unwrap_or_else(|| "size unknown".into());
+        let what = if a.rewritten {
+            format!("rewritten, {}", r.decision.policy.name())
+        } else {
+            "kept".to_string()
+        };
+        s.push_str(&format!(
+            "{input}:{}: {} {} ({size}): {what}: {}\n",
+            a.line, a.name, a.declared, a.reason
+        ));
+    }
+    if !r.changed {
+        s.push_str(&format!(
+            "{input}: no eligible array; output identical to input\n"
+        ));
+    }
+    s
+}

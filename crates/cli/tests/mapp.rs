@@ -1,0 +1,191 @@
+//! `numaff mapp` as a user runs it: the report (text and JSON), the transformed 004 Fig. 3.2-like
+//! program built against the installed libnumaff with gcc -fopenmp and giving the original's output,
+//! the policy per machine, and errors that leave no output file.
+#![allow(clippy::unwrap_used)] // helpers of tests
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Std;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn numaff() -> Command {
+    Command::cargo_bin("numaff").unwrap()
+}
+
+fn fig32() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../mapp/tests/c/fig32.c")
+}
+
+/// A temp dir holding fig32.c, so reports name it by a relative path.
+fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fig32(), dir.path().join("fig32.c")).unwrap();
+    dir
+}
+
+fn run(cmd: &mut Std) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn mapp_report_on_minas_opteron_snapshot() {
+    let dir = workdir();
+    let out = numaff()
+        .current_dir(dir.path())
+        .args([
+            "mapp",
+            "fig32.c",
+            "-o",
+            "out.c",
+            "--machine",
+            "minas-opteron",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+    let transformed = std::fs::read_to_string(dir.path().join("out.c")).unwrap();
+    insta::assert_snapshot!("mapp_fig32_transformed_minas_opteron", transformed);
+}
+
+#[test]
+fn mapp_json_and_policy_per_machine() {
+    let dir = workdir();
+    for (machine, policy, rewritten) in [
+        ("minas-opteron", "cyclic", vec!["vel", "vxy", "tem"]),
+        ("minas-altix", "cyclic", vec!["tem"]),
+        ("kmaf-opteron", "bind_block", vec!["tem"]),
+    ] {
+        let out = numaff()
+            .current_dir(dir.path())
+            .args([
+                "mapp",
+                "fig32.c",
+                "-o",
+                "out.c",
+                "--json",
+                "--machine",
+                machine,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["decision"]["policy"], policy, "{machine}: {v}");
+        let names: Vec<&str> = v["arrays"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["rewritten"] == true)
+            .map(|a| a["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, rewritten, "{machine}");
+        let func = format!("numaff_{policy}(tem)");
+        let text = std::fs::read_to_string(dir.path().join("out.c")).unwrap();
+        assert!(text.contains(&func), "{machine}: {text}");
+    }
+}
+
+#[test]
+fn mapp_syntax_error_names_the_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.c"),
+        "#include <stdio.h>\nstatic double a[1 << 20];\nint main(void) {\n  a[0] = 1.0 +;\n  return 0;\n}\n",
+    )
+    .unwrap();
+    numaff()
+        .current_dir(dir.path())
+        .args(["mapp", "bad.c", "-o", "out.c", "--machine", "minas-opteron"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("bad.c:4:").and(predicate::str::contains("syntax error")));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "only bad.c should be there: {left:?}");
+}
+
+#[test]
+fn mapp_without_eligible_arrays_copies_the_file_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = "#include <stdio.h>\nstatic int small[16];\nint main(void) { small[1] = 2; printf(\"%d\\n\", small[1]); return 0; }\n";
+    std::fs::write(dir.path().join("s.c"), src).unwrap();
+    numaff()
+        .current_dir(dir.path())
+        .args(["mapp", "s.c", "-o", "o.c", "--machine", "minas-opteron"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no eligible array"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("o.c")).unwrap(),
+        src
+    );
+}
+
+/// `make -C crates/capi install PREFIX=prefix` with the test's own target dir and profile.
+fn make_install(prefix: &Path) {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap(); // target/debug
+    let target_dir = profile_dir.parent().unwrap();
+    let profile = profile_dir.file_name().unwrap().to_str().unwrap();
+    run(Std::new("make")
+        .arg("-C")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../capi"))
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .arg(format!("PROFILE={profile}"))
+        .env("CARGO_TARGET_DIR", target_dir));
+}
+
+#[test]
+fn mapp_output_builds_against_installed_libnumaff_and_prints_the_same() {
+    let dir = workdir();
+    let prefix = dir.path().join("prefix");
+    make_install(&prefix);
+    numaff()
+        .current_dir(dir.path())
+        .args([
+            "mapp",
+            "fig32.c",
+            "-o",
+            "fig32_numa.c",
+            "--machine",
+            "minas-opteron",
+        ])
+        .assert()
+        .success();
+    let pc = prefix.join("lib/pkgconfig");
+    let flags = run(Std::new("pkg-config")
+        .args(["--cflags", "--libs", "numaff"])
+        .env("PKG_CONFIG_PATH", &pc));
+    let mut outputs = Vec::new();
+    for (src, exe) in [("fig32.c", "plain"), ("fig32_numa.c", "numa")] {
+        run(Std::new("gcc")
+            .current_dir(dir.path())
+            .args([
+                "-std=c99", "-O1", "-Wall", "-Werror", "-fopenmp", src, "-o", exe,
+            ])
+            .args(flags.split_whitespace()));
+        outputs.push(run(Std::new(dir.path().join(exe))
+            .env("OMP_NUM_THREADS", "2")
+            .env("LD_LIBRARY_PATH", prefix.join("lib"))));
+    }
+    assert!(outputs[0].starts_with("sum "), "{}", outputs[0]);
+    assert_eq!(outputs[0], outputs[1]);
+}

@@ -1,0 +1,814 @@
+//! MApp, the memory affinity preprocessor of Minas (004 §3.2), for libnumaff.
+//!
+//! [`transform`] parses a C file with tree-sitter-c, finds its *eligible* arrays (file-scope arrays
+//! of a basic element type with 1 to 3 constant dimensions, no initializer, not `extern`/`const`,
+//! whose size in bytes is at least the largest cache of the machine), chooses one memory policy from
+//! the machine ([`choose_policy`]) and rewrites each eligible array into a pointer that `main`
+//! allocates with `numaff_alloc_1d/_2d/_3d` and places with the policy, right after `numaff_init()`
+//! (`numaff_final()` runs at exit through `atexit`). A 2-D or 3-D array becomes a pointer to its rows
+//! (`double (*a)[M]`), so every use `a[i][j]` stays valid and nothing else in the file changes.
+//! A file with no eligible array is returned byte-identical.
+
+use numaff_machine::Machine;
+use serde::Serialize;
+use std::collections::HashMap;
+use tree_sitter::{Node, Parser};
+
+/// The largest input accepted (bytes): a C file larger than this is refused rather than parsed.
+pub const MAX_INPUT_BYTES: usize = 16 << 20;
+
+/// NUMA factor (mean remote/local latency) at or below which a machine counts as having a *small*
+/// NUMA factor (004 §3.2).
+pub const SMALL_NUMA_FACTOR: f64 = 1.5;
+
+/// Mean interconnect links per node at or above which a machine counts as having *many* links.
+pub const MANY_LINKS_PER_NODE: f64 = 2.0;
+
+/// Why MApp refuses a file.
+#[derive(Debug, thiserror::Error)]
+pub enum MappError {
+    /// tree-sitter found a syntax error.
+    #[error("{line}:{column}: syntax error: {what}")]
+    Syntax {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (bytes).
+        column: usize,
+        /// What is wrong, with the offending text.
+        what: String,
+    },
+    /// The file is too large.
+    #[error("the input is {0} bytes; MApp takes C files up to {MAX_INPUT_BYTES} bytes")]
+    TooLarge(usize),
+    /// Eligible arrays but nowhere to allocate them.
+    #[error("{0}")]
+    NoMain(String),
+    /// The parser could not be set up.
+    #[error("tree-sitter: {0}")]
+    Parser(String),
+}
+
+/// The memory policy MApp applies to every eligible array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// `numaff_cyclic`: pages round-robin over the nodes (bandwidth, contention).
+    Cyclic,
+    /// `numaff_bind_block`: one block per thread on that thread's node (latency).
+    BindBlock,
+}
+
+impl Policy {
+    /// The libnumaff function that applies the policy.
+    pub fn function(self) -> &'static str {
+        match self {
+            Policy::Cyclic => "numaff_cyclic",
+            Policy::BindBlock => "numaff_bind_block",
+        }
+    }
+
+    /// The policy's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Cyclic => "cyclic",
+            Policy::BindBlock => "bind_block",
+        }
+    }
+}
+
+/// The policy chosen for a machine and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Decision {
+    /// The policy.
+    pub policy: Policy,
+    /// Mean NUMA factor of the machine, where known.
+    pub numa_factor: Option<f64>,
+    /// Mean interconnect links per node, where known.
+    pub links_per_node: Option<f64>,
+    /// Nodes of the machine.
+    pub nodes: usize,
+    /// The reasoning in one sentence.
+    pub reason: String,
+}
+
+/// The platform heuristic of 004 §3.2 (Program 1): many interconnect links and a small NUMA factor
+/// mean memory contention is the problem, so pages are spread (`cyclic`); few links or a high NUMA
+/// factor mean remote accesses are expensive or the links are a bottleneck, so each thread's block is
+/// kept on its node (`bind_block`).
+///
+/// Thresholds: NUMA factor (mean) <= [`SMALL_NUMA_FACTOR`] (1.5) and links per node (mean) >=
+/// [`MANY_LINKS_PER_NODE`] (2) → cyclic, else bind_block. With links unknown, the NUMA factor alone
+/// decides; with one node any policy places the same, and cyclic is reported; with several nodes and
+/// no NUMA factor, bind_block (what first touch would do, the safe choice). These reproduce 004's
+/// own choices: cyclic on its Opteron (factor 1.2-1.5, 2-3 HyperTransport links per node) and on its
+/// SGI Altix (factor 1.2-1.3, NUMAlink, 2 links per node).
+pub fn choose_policy(machine: &Machine) -> Decision {
+    let nodes = machine.nodes.len();
+    let numa_factor = machine.numa_factor().map(|f| f.mean);
+    let links_per_node = machine.links_per_node().and_then(|l| {
+        if l.is_empty() {
+            None
+        } else {
+            Some(l.iter().sum::<usize>() as f64 / l.len() as f64)
+        }
+    });
+    let links_text = match links_per_node {
+        Some(l) => format!("{l:.2} interconnect links per node"),
+        None => "interconnect links unknown".to_string(),
+    };
+    let (policy, reason) = if nodes <= 1 {
+        (
+            Policy::Cyclic,
+            "one NUMA node: every policy places the same; cyclic".to_string(),
+        )
+    } else {
+        match numa_factor {
+            None => (
+                Policy::BindBlock,
+                format!(
+                    "{nodes} nodes but no NUMA factor known (no latency or distance matrix): \
+                     bind_block, which keeps each thread's block local like first touch"
+                ),
+            ),
+            Some(f) if f > SMALL_NUMA_FACTOR => (
+                Policy::BindBlock,
+                format!(
+                    "NUMA factor {f:.2} > {SMALL_NUMA_FACTOR} (high; {links_text}): remote accesses \
+                     are expensive, so bind_block keeps each thread's block on its node"
+                ),
+            ),
+            Some(f) => match links_per_node {
+                Some(l) if l < MANY_LINKS_PER_NODE => (
+                    Policy::BindBlock,
+                    format!(
+                        "NUMA factor {f:.2} <= {SMALL_NUMA_FACTOR} but {links_text} < \
+                         {MANY_LINKS_PER_NODE} (few): spread pages would saturate the links, so \
+                         bind_block"
+                    ),
+                ),
+                Some(_) => (
+                    Policy::Cyclic,
+                    format!(
+                        "NUMA factor {f:.2} <= {SMALL_NUMA_FACTOR} (small) and {links_text} >= \
+                         {MANY_LINKS_PER_NODE} (many): memory contention is the risk, so cyclic \
+                         spreads the pages for bandwidth"
+                    ),
+                ),
+                None => (
+                    Policy::Cyclic,
+                    format!(
+                        "NUMA factor {f:.2} <= {SMALL_NUMA_FACTOR} (small; {links_text}): remote \
+                         accesses are cheap, so cyclic spreads the pages for bandwidth"
+                    ),
+                ),
+            },
+        }
+    };
+    Decision {
+        policy,
+        numa_factor,
+        links_per_node,
+        nodes,
+        reason,
+    }
+}
+
+/// The size of the largest cache of the machine (bytes), the eligibility threshold; 0 if it has no
+/// caches.
+pub fn largest_cache_bytes(machine: &Machine) -> u64 {
+    machine
+        .caches
+        .iter()
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or(0)
+}
+
+/// One array MApp looked at.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArrayReport {
+    /// The array's name.
+    pub name: String,
+    /// 1-based line of its declaration.
+    pub line: usize,
+    /// The declared type, e.g. `double[N][M]`.
+    pub declared: String,
+    /// Its size in bytes, where MApp could evaluate it.
+    pub bytes: Option<u64>,
+    /// Whether it was rewritten.
+    pub rewritten: bool,
+    /// Why (eligible, or why not).
+    pub reason: String,
+}
+
+/// What [`transform`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The policy and why.
+    pub decision: Decision,
+    /// Arrays of at least this many bytes are eligible (the largest cache).
+    pub threshold_bytes: u64,
+    /// Every file-scope array, rewritten or not.
+    pub arrays: Vec<ArrayReport>,
+    /// Whether the output differs from the input.
+    pub changed: bool,
+}
+
+/// The transformed source and the report.
+#[derive(Debug, Clone)]
+pub struct Transformed {
+    /// The new C source (the input itself when nothing was eligible).
+    pub output: String,
+    /// What changed and why.
+    pub report: Report,
+}
+
+/// An eligible array, ready to rewrite.
+struct Plan {
+    name: String,
+    elem_type: String,
+    dims: Vec<String>,
+}
+
+/// Text edits: (start byte, end byte, replacement).
+type Edit = (usize, usize, String);
+
+fn text<'a>(node: Node, src: &'a str) -> &'a str {
+    &src[node.byte_range()]
+}
+
+fn line_of(node: Node) -> usize {
+    node.start_position().row + 1
+}
+
+/// Parses `source` and rewrites its eligible arrays for `machine` (see the crate docs).
+pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappError> {
+    if source.len() > MAX_INPUT_BYTES {
+        return Err(MappError::TooLarge(source.len()));
+    }
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_c::LANGUAGE.into())
+        .map_err(|e| MappError::Parser(e.to_string()))?;
+    let tree = parser
+        .parse(source, None)
+        .ok_or_else(|| MappError::Parser("parsing was cancelled".into()))?;
+    let root = tree.root_node();
+    if root.has_error() {
+        return Err(first_error(root, source));
+    }
+
+    let decision = choose_policy(machine);
+    let threshold = largest_cache_bytes(machine);
+    let macros = collect_macros(root, source);
+    let main = find_main(root, source);
+    let main_start = main.map(|m| m.start_byte());
+
+    let mut arrays = Vec::new();
+    let mut edits: Vec<Edit> = Vec::new();
+    let mut plans: Vec<Plan> = Vec::new();
+    let mut last_include_end = None;
+
+    let mut cursor = root.walk();
+    for child in root.children(&mut cursor) {
+        if child.kind() == "preproc_include" && main_start.is_none_or(|m| child.start_byte() < m) {
+            last_include_end = Some(child.end_byte());
+        }
+        if child.kind() != "declaration" {
+            continue;
+        }
+        examine_declaration(
+            child,
+            source,
+            &macros,
+            threshold,
+            main_start,
+            root,
+            &mut arrays,
+            &mut edits,
+            &mut plans,
+        );
+    }
+
+    if plans.is_empty() {
+        return Ok(Transformed {
+            output: source.to_string(),
+            report: Report {
+                decision,
+                threshold_bytes: threshold,
+                arrays,
+                changed: false,
+            },
+        });
+    }
+    let Some(main) = main else {
+        return Err(MappError::NoMain(format!(
+            "no main function with a body: MApp allocates the eligible arrays ({}) at the start \
+             of main; transform the file that defines main",
+            plans
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+
+    // The header and the two helpers, after the last #include before main (or at the top).
+    let helpers = "#include <numaff.h>\n#include <stdio.h>\n#include <stdlib.h>\n\
+         /* numaff mapp: allocation and placement of the large static arrays (libnumaff). */\n\
+         static void *numaff_mapp_alloc(void *p, const char *name)\n{\n    \
+         if (!p) {\n        fprintf(stderr, \"numaff mapp: cannot allocate %s: %s\\n\", name, \
+         numaff_last_error());\n        exit(EXIT_FAILURE);\n    }\n    return p;\n}\n\
+         static void numaff_mapp_final(void)\n{\n    (void)numaff_final();\n}\n";
+    match last_include_end {
+        Some(end) => {
+            let nl = if source[..end].ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            };
+            edits.push((end, end, format!("{nl}{helpers}")));
+        }
+        None => edits.push((0, 0, format!("{helpers}\n"))),
+    }
+
+    // The allocation and placement at the start of main.
+    if let Some(body) = main.child_by_field_name("body") {
+        let indent = body
+            .named_child(0)
+            .map(|s| {
+                let line_start = source[..s.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+                let lead = &source[line_start..s.start_byte()];
+                if lead.trim().is_empty() {
+                    lead.to_string()
+                } else {
+                    "    ".to_string()
+                }
+            })
+            .unwrap_or_else(|| "    ".to_string());
+        let mut code = format!(
+            "\n{indent}/* numaff mapp: {} (see `numaff mapp` report) */\n\
+             {indent}if (numaff_init() != 0) {{\n\
+             {indent}    fprintf(stderr, \"numaff mapp: numaff_init: %s\\n\", numaff_last_error());\n\
+             {indent}    exit(EXIT_FAILURE);\n\
+             {indent}}}\n\
+             {indent}atexit(numaff_mapp_final);\n",
+            decision.policy.name()
+        );
+        for p in &plans {
+            let alloc = match p.dims.len() {
+                1 => "numaff_alloc_1d",
+                2 => "numaff_alloc_2d",
+                _ => "numaff_alloc_3d",
+            };
+            let dims = p
+                .dims
+                .iter()
+                .map(|d| format!("(size_t)({d})"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            code.push_str(&format!(
+                "{indent}{name} = numaff_mapp_alloc({alloc}({dims}, sizeof({ty})), \"{name}\");\n\
+                 {indent}(void){func}({name});\n",
+                name = p.name,
+                ty = p.elem_type,
+                func = decision.policy.function(),
+            ));
+        }
+        let open = body.start_byte() + 1;
+        edits.push((open, open, code));
+    }
+
+    edits.sort_by_key(|e| (e.0, e.1));
+    let mut output = String::with_capacity(source.len() + 1024);
+    let mut at = 0;
+    for (start, end, with) in &edits {
+        output.push_str(&source[at..*start]);
+        output.push_str(with);
+        at = *end;
+    }
+    output.push_str(&source[at..]);
+
+    Ok(Transformed {
+        output,
+        report: Report {
+            decision,
+            threshold_bytes: threshold,
+            arrays,
+            changed: true,
+        },
+    })
+}
+
+/// The first ERROR or MISSING node, as an error with its line and column.
+fn first_error(root: Node, source: &str) -> MappError {
+    fn find(node: Node) -> Option<Node> {
+        if node.is_error() || node.is_missing() {
+            return Some(node);
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if child.has_error() || child.is_missing() || child.is_error() {
+                if let Some(found) = find(child) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+    let node = find(root).unwrap_or(root);
+    let pos = node.start_position();
+    let what = if node.is_missing() {
+        format!("missing {:?}", node.kind())
+    } else {
+        let t = text(node, source);
+        let first_line = t.lines().next().unwrap_or("").trim();
+        let snippet: String = first_line.chars().take(40).collect();
+        format!("unexpected {snippet:?}")
+    };
+    MappError::Syntax {
+        line: pos.row + 1,
+        column: pos.column + 1,
+        what,
+    }
+}
+
+/// `#define NAME value` at file scope, name → value text.
+fn collect_macros(root: Node, source: &str) -> HashMap<String, String> {
+    let mut macros = HashMap::new();
+    let mut cursor = root.walk();
+    for child in root.children(&mut cursor) {
+        if child.kind() != "preproc_def" {
+            continue;
+        }
+        if let (Some(name), Some(value)) = (
+            child.child_by_field_name("name"),
+            child.child_by_field_name("value"),
+        ) {
+            macros.insert(
+                text(name, source).to_string(),
+                text(value, source).trim().to_string(),
+            );
+        }
+    }
+    macros
+}
+
+/// The definition of `main` at file scope.
+fn find_main<'t>(root: Node<'t>, source: &str) -> Option<Node<'t>> {
+    let mut cursor = root.walk();
+    let found = root.children(&mut cursor).find(|c| {
+        c.kind() == "function_definition"
+            && c.child_by_field_name("body").is_some()
+            && function_name(*c, source).as_deref() == Some("main")
+    });
+    found
+}
+
+fn function_name(def: Node, source: &str) -> Option<String> {
+    let mut d = def.child_by_field_name("declarator")?;
+    loop {
+        match d.kind() {
+            "function_declarator" | "pointer_declarator" | "parenthesized_declarator" => {
+                d = d
+                    .child_by_field_name("declarator")
+                    .or_else(|| d.named_child(0))?;
+            }
+            "identifier" => return Some(text(d, source).to_string()),
+            _ => return None,
+        }
+    }
+}
+
+/// Bytes of a basic C element type on LP64 (x86-64, aarch64 Linux).
+fn elem_size(ty: &str) -> Option<u64> {
+    let words: Vec<&str> = ty.split_whitespace().collect();
+    let norm: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| *w != "signed" && *w != "unsigned")
+        .collect();
+    let size = match norm.as_slice() {
+        [] => 4, // "unsigned"
+        ["char"] | ["_Bool"] | ["bool"] | ["int8_t"] | ["uint8_t"] => 1,
+        ["short"] | ["short", "int"] | ["int16_t"] | ["uint16_t"] => 2,
+        ["int"] | ["float"] | ["int32_t"] | ["uint32_t"] => 4,
+        ["long"] | ["long", "int"] | ["long", "long"] | ["long", "long", "int"] | ["double"] => 8,
+        ["int64_t"]
+        | ["uint64_t"]
+        | ["size_t"]
+        | ["ssize_t"]
+        | ["ptrdiff_t"]
+        | ["intptr_t"]
+        | ["uintptr_t"] => 8,
+        ["long", "double"] => 16,
+        _ => return None,
+    };
+    Some(size)
+}
+
+/// Evaluates an integer constant expression of the array sizes: literals, macros, + - * / % << >>
+/// and parentheses.
+fn eval(expr: &str, macros: &HashMap<String, String>, depth: u32) -> Option<u64> {
+    if depth > 16 {
+        return None;
+    }
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_c::LANGUAGE.into()).ok()?;
+    let wrapped = format!("int x = {expr};");
+    let tree = parser.parse(&wrapped, None)?;
+    if tree.root_node().has_error() {
+        return None;
+    }
+    let decl = tree.root_node().named_child(0)?;
+    let init = decl.child_by_field_name("declarator")?;
+    let value = init.child_by_field_name("value")?;
+    eval_node(value, &wrapped, macros, depth)
+}
+
+fn eval_node(node: Node, src: &str, macros: &HashMap<String, String>, depth: u32) -> Option<u64> {
+    match node.kind() {
+        "number_literal" => {
+            let t = text(node, src).trim_end_matches(['u', 'U', 'l', 'L']);
+            if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                u64::from_str_radix(hex, 16).ok()
+            } else if t.len() > 1 && t.starts_with('0') {
+                u64::from_str_radix(&t[1..], 8).ok()
+            } else {
+                t.parse().ok()
+            }
+        }
+        "parenthesized_expression" => eval_node(node.named_child(0)?, src, macros, depth),
+        "identifier" => {
+            let v = macros.get(text(node, src))?;
+            eval(v, macros, depth + 1)
+        }
+        "binary_expression" => {
+            let l = eval_node(node.child_by_field_name("left")?, src, macros, depth)?;
+            let r = eval_node(node.child_by_field_name("right")?, src, macros, depth)?;
+            match text(node.child_by_field_name("operator")?, src) {
+                "+" => l.checked_add(r),
+                "-" => l.checked_sub(r),
+                "*" => l.checked_mul(r),
+                "/" => l.checked_div(r),
+                "%" => l.checked_rem(r),
+                "<<" => l.checked_shl(u32::try_from(r).ok()?),
+                ">>" => l.checked_shr(u32::try_from(r).ok()?),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether the file takes `sizeof NAME` or `&NAME` of the array itself, whose meaning would change
+/// if it became a pointer.
+fn needs_array_type(root: Node, source: &str, name: &str) -> Option<(usize, &'static str)> {
+    fn strip(t: &str) -> &str {
+        let mut t = t.trim();
+        while t.starts_with('(') && t.ends_with(')') {
+            t = t[1..t.len() - 1].trim();
+        }
+        t
+    }
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "sizeof_expression" | "alignof_expression" => {
+                let operand = n
+                    .child_by_field_name("value")
+                    .or_else(|| n.child_by_field_name("type"));
+                if operand.is_some_and(|o| strip(text(o, source)) == name) {
+                    return Some((line_of(n), "sizeof"));
+                }
+            }
+            "pointer_expression" => {
+                let op = n.child_by_field_name("operator").map(|o| text(o, source));
+                let arg = n.child_by_field_name("argument");
+                if op == Some("&") && arg.is_some_and(|a| strip(text(a, source)) == name) {
+                    return Some((line_of(n), "&"));
+                }
+            }
+            _ => {}
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    None
+}
+
+#[allow(clippy::too_many_arguments)]
+fn examine_declaration(
+    decl: Node,
+    source: &str,
+    macros: &HashMap<String, String>,
+    threshold: u64,
+    main_start: Option<usize>,
+    root: Node,
+    arrays: &mut Vec<ArrayReport>,
+    edits: &mut Vec<Edit>,
+    plans: &mut Vec<Plan>,
+) {
+    let Some(ty) = decl.child_by_field_name("type") else {
+        return;
+    };
+    let ty_text = text(ty, source).to_string();
+    let mut storage = Vec::new();
+    let mut qualifiers = Vec::new();
+    let mut cursor = decl.walk();
+    for c in decl.children(&mut cursor) {
+        match c.kind() {
+            "storage_class_specifier" => storage.push(text(c, source).to_string()),
+            "type_qualifier" => qualifiers.push(text(c, source).to_string()),
+            _ => {}
+        }
+    }
+    let mut cursor = decl.walk();
+    let declarators: Vec<Node> = decl
+        .children_by_field_name("declarator", &mut cursor)
+        .collect();
+    if !declarators
+        .iter()
+        .any(|d| d.kind() == "array_declarator" || d.kind() == "init_declarator")
+    {
+        return;
+    }
+
+    // Each declarator: Some((name, dims)) when rewritten, None when kept as it was.
+    let mut outcome: Vec<Option<(String, Vec<String>)>> = Vec::new();
+    for d in &declarators {
+        let (arr, init) = if d.kind() == "init_declarator" {
+            match d.child_by_field_name("declarator") {
+                Some(inner) => (inner, true),
+                None => {
+                    outcome.push(None);
+                    continue;
+                }
+            }
+        } else {
+            (*d, false)
+        };
+        if arr.kind() != "array_declarator" {
+            outcome.push(None);
+            continue;
+        }
+        // Dimensions from the outside in: a[N][M] is array(array(a, N), M).
+        let mut dims_rev = Vec::new();
+        let mut n = arr;
+        let mut bad_shape = false;
+        while n.kind() == "array_declarator" {
+            dims_rev.push(
+                n.child_by_field_name("size")
+                    .map(|s| text(s, source).to_string()),
+            );
+            match n.child_by_field_name("declarator") {
+                Some(inner) => n = inner,
+                None => {
+                    bad_shape = true;
+                    break;
+                }
+            }
+        }
+        let name_ok = n.kind() == "identifier";
+        let name = if name_ok {
+            text(n, source).to_string()
+        } else {
+            text(arr, source).to_string()
+        };
+        dims_rev.reverse();
+        let dims = dims_rev;
+        let declared = format!(
+            "{ty_text}{}",
+            dims.iter()
+                .map(|d| format!("[{}]", d.as_deref().unwrap_or("")))
+                .collect::<String>()
+        );
+        let mut report = ArrayReport {
+            name: name.clone(),
+            line: line_of(*d),
+            declared,
+            bytes: None,
+            rewritten: false,
+            reason: String::new(),
+        };
+        let sizes: Option<Vec<u64>> = dims
+            .iter()
+            .map(|d| d.as_deref().and_then(|e| eval(e, macros, 0)))
+            .collect();
+        let esize = elem_size(&ty_text);
+        if let (Some(s), Some(e)) = (&sizes, esize) {
+            report.bytes = s.iter().try_fold(e, |acc, x| acc.checked_mul(*x));
+        }
+        let why_not = if bad_shape || !name_ok {
+            Some("not a plain array of a basic type (pointers, functions)".to_string())
+        } else if storage.iter().any(|s| s == "extern") {
+            Some("extern: defined in another file, which MApp must transform instead".to_string())
+        } else if !qualifiers.is_empty() {
+            Some(format!(
+                "qualified ({}): left as it is",
+                qualifiers.join(" ")
+            ))
+        } else if init {
+            Some("has an initializer: left as it is".to_string())
+        } else if dims.len() > 3 {
+            Some(format!(
+                "{} dimensions: libnumaff allocates 1-D to 3-D arrays",
+                dims.len()
+            ))
+        } else if dims.iter().any(Option::is_none) {
+            Some("unknown size ([]): not a fixed-size array".to_string())
+        } else if esize.is_none() {
+            Some(format!(
+                "element type `{ty_text}` is not a basic type MApp knows the size of"
+            ))
+        } else if sizes.is_none() {
+            Some(
+                "a dimension is not a constant MApp can evaluate (literals, #define macros, \
+                 + - * / % << >>)"
+                    .to_string(),
+            )
+        } else if report.bytes.is_none() {
+            Some("size overflows 64 bits".to_string())
+        } else if report.bytes.is_some_and(|b| b < threshold) {
+            Some(format!(
+                "{} bytes < {threshold} bytes (largest cache): small, left to the compiler",
+                report.bytes.unwrap_or(0)
+            ))
+        } else if main_start.is_some_and(|m| decl.start_byte() > m) {
+            Some("declared after main, which allocates the arrays: left as it is".to_string())
+        } else if let Some((line, what)) = needs_array_type(root, source, &name) {
+            Some(format!(
+                "line {line} takes `{what}` of the whole array, which a pointer would change: \
+                 left as it is"
+            ))
+        } else {
+            None
+        };
+        match why_not {
+            Some(reason) => {
+                report.reason = reason;
+                outcome.push(None);
+            }
+            None => {
+                report.rewritten = true;
+                report.reason = format!(
+                    "{} bytes >= {threshold} bytes (largest cache): eligible",
+                    report.bytes.unwrap_or(0)
+                );
+                outcome.push(Some((name.clone(), dims.into_iter().flatten().collect())));
+            }
+        }
+        arrays.push(report);
+    }
+    if outcome.iter().all(Option::is_none) {
+        return;
+    }
+
+    // Rewrite the declaration: one declaration per declarator, kept or turned into a pointer.
+    let prefix = {
+        let first_decl = declarators[0].start_byte();
+        source[decl.start_byte()..first_decl].trim_end().to_string()
+    };
+    let mut pieces = Vec::new();
+    for (d, o) in declarators.iter().zip(&outcome) {
+        match o {
+            None => pieces.push(format!("{prefix} {};", text(*d, source))),
+            Some((name, dims)) => {
+                let rest: String = dims[1..].iter().map(|x| format!("[{x}]")).collect();
+                let ptr = if rest.is_empty() {
+                    format!("*{name}")
+                } else {
+                    format!("(*{name}){rest}")
+                };
+                plans.push(Plan {
+                    name: name.clone(),
+                    elem_type: ty_text.clone(),
+                    dims: dims.clone(),
+                });
+                pieces.push(format!(
+                    "{prefix} {ptr}; /* numaff mapp: was {name}{} */",
+                    dims.iter().map(|x| format!("[{x}]")).collect::<String>()
+                ));
+            }
+        }
+    }
+    edits.push((decl.start_byte(), decl.end_byte(), pieces.join("\n")));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluates_sizes() {
+        let mut m = HashMap::new();
+        m.insert("N".to_string(), "(1 << 10)".to_string());
+        m.insert("M".to_string(), "N * 2".to_string());
+        assert_eq!(eval("N", &m, 0), Some(1024));
+        assert_eq!(eval("M + 1", &m, 0), Some(2049));
+        assert_eq!(eval("0x10UL", &m, 0), Some(16));
+        assert_eq!(eval("K", &m, 0), None);
+        assert_eq!(elem_size("unsigned long long"), Some(8));
+        assert_eq!(elem_size("struct s"), None);
+    }
+}
