@@ -23,8 +23,12 @@ cp machines/*.toml fuzz/corpus/machine_file/ 2>/dev/null || true
 cp crates/machine/tests/fixtures/*.xml fuzz/corpus/hwloc_xml/ 2>/dev/null || true
 cp crates/behave/tests/fixtures/*.parquet fuzz/corpus/trace_parquet/ 2>/dev/null || true
 cp crates/behave/tests/fixtures/*.csv fuzz/corpus/trace_csv/ 2>/dev/null || true
-# hwloc_xml is built like the shipped binary (-O: no debug assertions): with debug assertions
-# hwlocality runs hwloc_topology_check(), whose C asserts abort on XML that hwloc itself loaded.
+# Every target is built once, in one profile (release with debug assertions, cargo-fuzz's default).
+# hwloc_xml needs no special build: numaff loads XML in a child process, so hwloc's own crashes and
+# the C asserts of hwloc_topology_check (run by hwlocality under debug assertions) end the child and
+# become errors, not fuzzer findings.
+echo "fuzz: building the targets"
+cargo "${toolchain[@]}" fuzz build >/dev/null 2>&1 || cargo "${toolchain[@]}" fuzz build
 declare -A cap=([trace_parquet]=30 [trace_csv]=30)
 for target in machine_file hwloc_xml trace_parquet trace_csv; do
   secs=$seconds
@@ -34,12 +38,12 @@ for target in machine_file hwloc_xml trace_parquet trace_csv; do
   override="FUZZ_SECONDS_${target^^}"
   secs=${!override:-$secs}
   echo "fuzz: $target for ${secs}s"
-  mode=() extra=()
+  extra=()
   # -rss_limit_mb=0: no RSS watchdog thread, so the target stays single-threaded and numaff loads
   # the XML in a child process, as the numaff command does.
-  [ "$target" = hwloc_xml ] && mode=(-O) && extra=(-rss_limit_mb=0)
+  [ "$target" = hwloc_xml ] && extra=(-rss_limit_mb=0)
   log=$(mktemp)
-  if ! cargo "${toolchain[@]}" fuzz run "${mode[@]}" "$target" "fuzz/corpus/$target" -- \
+  if ! cargo "${toolchain[@]}" fuzz run "$target" "fuzz/corpus/$target" -- \
       -max_total_time="$secs" -max_len=65536 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz: $target failed (a crash is kept under fuzz/artifacts/$target)"
