@@ -79,7 +79,7 @@ fn expect(r: &Run, name: &str, f: impl Fn(u64) -> u32, out: &str) {
 }
 
 fn check_guest(nodes: usize, cpus_per_node: usize) {
-    // Not under /tmp: the guest mounts a tmpfs there, hiding the library the program links to.
+    // In the target dir, whose path the guest mirrors (the program's rpath points there).
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let exe = dir.path().join("placement");
     common::compile(

@@ -451,7 +451,9 @@ fn init_script(argv: &[&str], begin: &str, end: &str, lib_dirs: &[String]) -> St
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
 {ld_path}mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -t tmpfs tmpfs /tmp
+# The initramfs root is already in RAM and writable: /tmp needs no tmpfs of its own, and a tmpfs
+# there would hide the files a test put under /tmp (a checkout under /tmp, as CI's may be).
+mkdir -p /tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 # Only emergencies on the console while the command runs: its output stays whole.
 echo 1 > /proc/sys/kernel/printk
