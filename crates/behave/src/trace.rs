@@ -277,6 +277,18 @@ impl TraceWriter {
         })
     }
 
+    /// Adds metadata learnt while writing (rates, thread names) to a Parquet trace: when read, a
+    /// key given again here overrides the value given at creation. CSV carries no metadata.
+    pub fn append_meta(&mut self, meta: &TraceMeta) {
+        if let Some(Sink::Parquet(w, _)) = &mut self.sink {
+            for (k, v) in meta.to_key_values() {
+                if k != "numaff.format" {
+                    w.append_key_value_metadata(KeyValue::new(k, v));
+                }
+            }
+        }
+    }
+
     /// Appends one sample.
     pub fn write(&mut self, s: &Sample) -> Result<(), TraceError> {
         self.rows += 1;

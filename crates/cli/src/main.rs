@@ -5,6 +5,7 @@ mod analyze;
 mod apply;
 mod demo;
 mod map;
+mod profile;
 mod show;
 mod sim;
 mod topo;
@@ -79,6 +80,14 @@ enum Command {
   numaff analyze trace.parquet --html report.html    a report, and report-*.svg/png figures
   numaff analyze samples.csv --interval 0.1          a CSV trace; CommDyn over 100 ms intervals")]
     Analyze(analyze::AnalyzeArgs),
+    /// Sample a program's memory accesses (page faults through perf_event_open) into a trace for
+    /// `numaff analyze`: its threads, the pages they touch and the node they ran on.
+    #[command(after_help = "Examples:
+  numaff profile -- ./solver input.dat              writes trace.parquet
+  numaff profile -o run.parquet --duration 10s -- ./server
+  numaff profile --pid 812 --duration 30s           a running process
+  numaff profile --list-samplers                    which samplers work here, and why not")]
+    Profile(profile::ProfileArgs),
 }
 
 fn main() -> ExitCode {
@@ -100,6 +109,7 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Analyze(args) => analyze::run(&args),
+        Command::Profile(args) => profile::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
