@@ -209,7 +209,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
                 }
             }
             None => {
-                if !std::path::Path::new(&format!("/proc/{target}")).exists() {
+                if !alive(target) {
                     break;
                 }
             }
@@ -271,6 +271,15 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a process exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rfind(')')
+            .and_then(|i| s[i + 1..].trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    })
 }
 
 fn describe_status(st: i32) -> String {

@@ -161,3 +161,73 @@ fn profile_reports_a_missing_program() {
     assert!(e.contains("exec failed"), "{e}");
     assert!(!dir.path().join("t.parquet").exists());
 }
+
+#[test]
+fn the_program_runs_on_if_numaff_dies() {
+    if !perf_allowed() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let done = dir.path().join("done");
+    let mut numaff = Command::new(cargo_bin("numaff"))
+        .args(["profile", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("sleep 1; echo ok > {}", done.display()))
+        .spawn()
+        .expect("run numaff");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    numaff.kill().expect("kill numaff");
+    numaff.wait().expect("wait numaff");
+    for _ in 0..50 {
+        if done.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        done.exists(),
+        "the program did not finish after numaff died"
+    );
+}
+
+#[test]
+fn profile_a_running_process_by_pid() {
+    if !perf_allowed() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(prog) = compile(dir.path(), "touch4") else {
+        return;
+    };
+    // The shell waits, then execs the program in the same process: its threads start after
+    // numaff attached, and inherit the events.
+    let mut target = Command::new("sh")
+        .arg("-c")
+        .arg(format!("sleep 0.5; exec {}", prog.display()))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the target");
+    let trace = dir.path().join("p.parquet");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--duration", "20s", "-o"])
+        .arg(&trace)
+        .args(["--pid", &target.id().to_string()])
+        .output()
+        .expect("run numaff");
+    let _ = target.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("the program exited"), "{stdout}");
+    let samples = TraceReader::open(&trace)
+        .expect("open")
+        .read_all()
+        .expect("read");
+    let tids: BTreeSet<u32> = samples.iter().map(|s| s.tid).collect();
+    assert!(tids.len() >= 4, "{} tids", tids.len());
+    assert!(samples.len() >= 4 * 3900, "{} samples", samples.len());
+}
