@@ -1,19 +1,20 @@
 #!/bin/sh
 # The overhead of `numaff profile` on a memory-bound C program: wall time with and without
 # profiling, alternated over REPS repetitions in one run; prints each pair and the ratio of medians.
-# Usage: scripts/profile-overhead.sh [NUMAFF] [REPS]
+# Usage: scripts/profile-overhead.sh [NUMAFF] [REPS] [PASSES]
 set -eu
 NUMAFF=${1:-target/debug/numaff}
 REPS=${2:-5}
+PASSES=${3:-8}
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 cc -O2 -pthread -o "$DIR/membound" crates/cli/tests/profile/membound.c
 now() { date +%s.%N; }
-"$DIR/membound" > /dev/null # warm up
+"$DIR/membound" "$PASSES" > /dev/null # warm up
 i=0
 while [ $i -lt "$REPS" ]; do
-    t0=$(now); "$DIR/membound" > /dev/null; t1=$(now)
-    "$NUMAFF" profile -o "$DIR/t.parquet" -- "$DIR/membound" > "$DIR/out" 2>/dev/null; t2=$(now)
+    t0=$(now); "$DIR/membound" "$PASSES" > /dev/null; t1=$(now)
+    "$NUMAFF" profile -o "$DIR/t.parquet" -- "$DIR/membound" "$PASSES" > "$DIR/out" 2>/dev/null; t2=$(now)
     echo "$t0 $t1 $t2" | awk '{printf "plain %.3f s  profiled %.3f s\n", $2-$1, $3-$2}'
     echo "$t0 $t1 $t2" | awk '{print $2-$1, $3-$2}' >> "$DIR/times"
     i=$((i + 1))

@@ -237,7 +237,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         return Err(e.into());
     }
     let samples: u64 = samplers.iter().map(|s| s.samples()).sum();
-    let lost: u64 = samplers.iter().map(|s| s.lost()).sum();
+    let lost: u64 = samplers.iter_mut().map(|s| s.lost_total()).sum();
     let secs = wall.as_secs_f64().max(1e-9);
     meta.rates.insert("samples".into(), samples as f64);
     meta.rates.insert("lost".into(), lost as f64);

@@ -529,6 +529,20 @@ impl PageFaultSampler {
         self.lost
     }
 
+    /// The faults the events counted (the inherited counts of exited threads included): compared
+    /// with [`Self::samples`], the samples lost without a PERF_RECORD_LOST (the kernel writes
+    /// that record only once the ring has room again, so losses at the end go unreported).
+    pub fn counted(&mut self) -> u64 {
+        self.rings.iter_mut().filter_map(|r| r.read().ok()).sum()
+    }
+
+    /// Lost samples: the PERF_RECORD_LOST counts, or the faults counted but never sampled if more.
+    /// Call after the last [`Self::drain`].
+    pub fn lost_total(&mut self) -> u64 {
+        let unsampled = self.counted().saturating_sub(self.samples);
+        self.lost.max(unsampled)
+    }
+
     /// Samples read so far.
     pub fn samples(&self) -> u64 {
         self.samples

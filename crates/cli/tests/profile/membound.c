@@ -1,5 +1,5 @@
 /* A memory-bound program for the overhead of `numaff profile`: 2 threads, each first-touches its
- * own 256 MiB buffer, then streams over it (read-modify-write) several times. */
+ * own 256 MiB buffer, then streams over it (read-modify-write) PASSES times (argv[1], default 8). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #define NT 2
 #define SZ (256UL << 20)
-#define PASSES 8
+static int PASSES = 8;
 
 static void *work(void *arg) {
     (void)arg;
@@ -23,7 +23,8 @@ static void *work(void *arg) {
     return (void *)s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1) PASSES = atoi(argv[1]);
     pthread_t t[NT];
     long sum = 0;
     for (int i = 0; i < NT; i++) pthread_create(&t[i], NULL, work, NULL);
