@@ -974,6 +974,25 @@ mod tests {
     }
 
     #[test]
+    fn metadata_appended_while_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut start = meta();
+        start.rates.clear();
+        start.thread_names.clear();
+        let mut w = TraceWriter::create(&path, &start).unwrap();
+        w.write_all(&samples(10)).unwrap();
+        let end = meta();
+        w.append_meta(&TraceMeta {
+            rates: end.rates.clone(),
+            thread_names: end.thread_names.clone(),
+            ..TraceMeta::default()
+        });
+        w.finish().unwrap();
+        assert_eq!(TraceReader::open(&path).unwrap().meta(), &end);
+    }
+
+    #[test]
     fn csv_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.csv");
