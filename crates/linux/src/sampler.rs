@@ -631,6 +631,25 @@ mod tests {
     }
 
     #[test]
+    fn eacces_says_to_lower_paranoid_or_run_as_root() {
+        let e = SamplerError {
+            what: "open a page-fault perf event on task 1, cpu 0".into(),
+            advice: perf_advice(&io::Error::from_raw_os_error(libc::EACCES)),
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("could not open a page-fault perf event"),
+            "{text}"
+        );
+        assert!(
+            text.contains("perf_event_paranoid") && text.contains("set it to 2"),
+            "{text}"
+        );
+        assert!(text.contains("root"), "{text}");
+    }
+
+    #[test]
     fn decodes_lost_records() {
         assert_eq!(decode_lost(&rec(&[42, 17, 0])), Some(17));
         assert_eq!(decode_lost(&[0u8; 10]), None);
