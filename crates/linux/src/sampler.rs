@@ -210,7 +210,7 @@ pub fn list_samplers() -> Vec<SamplerInfo> {
     });
 
     // Soft-dirty induced faults need CONFIG_MEM_SOFT_DIRTY (bit 55 of pagemap, clear_refs 4).
-    let soft_dirty = kernel_config_has("CONFIG_MEM_SOFT_DIRTY");
+    let soft_dirty = kernel_config_has("CONFIG_MEM_SOFT_DIRTY").or_else(soft_dirty_probe);
     out.push(SamplerInfo {
         name: "soft-dirty",
         available: false,
@@ -261,6 +261,41 @@ fn kernel_config_has(key: &str) -> Option<bool> {
         .lines()
         .any(|l| l.starts_with(&format!("{key}=y")) || l.starts_with(&format!("{key}=m")));
     Some(set)
+}
+
+/// Whether the kernel tracks soft-dirty bits: a freshly mapped and written page shows bit 55 in
+/// `/proc/self/pagemap` (new mappings are soft-dirty) only with CONFIG_MEM_SOFT_DIRTY.
+fn soft_dirty_probe() -> Option<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let page = page_size();
+    // SAFETY: a fresh private anonymous mapping of one page, written once and unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: p points to one writable page.
+    unsafe { std::ptr::write_volatile(p.cast::<u8>(), 1) };
+    let entry = (|| {
+        let mut f = std::fs::File::open("/proc/self/pagemap").ok()?;
+        f.seek(SeekFrom::Start((p as u64 / page as u64) * 8)).ok()?;
+        let mut b = [0u8; 8];
+        f.read_exact(&mut b).ok()?;
+        Some(u64::from_ne_bytes(b))
+    })();
+    // SAFETY: unmapping the page mapped above.
+    unsafe { libc::munmap(p, page) };
+    let e = entry?;
+    // Bit 63: present. Without it the answer means nothing.
+    (e >> 63 & 1 == 1).then_some(e >> 55 & 1 == 1)
 }
 
 /// A trial page-fault event on this process, cpu any, not mmapped.
