@@ -277,6 +277,18 @@ impl TraceWriter {
         })
     }
 
+    /// Adds metadata learnt while writing (rates, thread names) to a Parquet trace: when read, a
+    /// key given again here overrides the value given at creation. CSV carries no metadata.
+    pub fn append_meta(&mut self, meta: &TraceMeta) {
+        if let Some(Sink::Parquet(w, _)) = &mut self.sink {
+            for (k, v) in meta.to_key_values() {
+                if k != "numaff.format" {
+                    w.append_key_value_metadata(KeyValue::new(k, v));
+                }
+            }
+        }
+    }
+
     /// Appends one sample.
     pub fn write(&mut self, s: &Sample) -> Result<(), TraceError> {
         self.rows += 1;
@@ -959,6 +971,25 @@ mod tests {
         let batches: Vec<Vec<Sample>> = r.map(|b| b.unwrap()).collect();
         assert!(batches.len() >= 2, "streams in batches");
         assert_eq!(batches.concat(), s);
+    }
+
+    #[test]
+    fn metadata_appended_while_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut start = meta();
+        start.rates.clear();
+        start.thread_names.clear();
+        let mut w = TraceWriter::create(&path, &start).unwrap();
+        w.write_all(&samples(10)).unwrap();
+        let end = meta();
+        w.append_meta(&TraceMeta {
+            rates: end.rates.clone(),
+            thread_names: end.thread_names.clone(),
+            ..TraceMeta::default()
+        });
+        w.finish().unwrap();
+        assert_eq!(TraceReader::open(&path).unwrap().meta(), &end);
     }
 
     #[test]

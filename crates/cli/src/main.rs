@@ -6,6 +6,7 @@ mod apply;
 mod demo;
 mod map;
 mod mapp;
+mod profile;
 mod show;
 mod sim;
 mod topo;
@@ -88,6 +89,14 @@ enum Command {
   numaff mapp solver.c --json -o out.c                      the report as JSON
 Build the output against libnumaff: gcc -fopenmp out.c $(pkg-config --cflags --libs numaff)")]
     Mapp(mapp::MappArgs),
+    /// Sample a program's memory accesses (page faults through perf_event_open) into a trace for
+    /// `numaff analyze`: its threads, the pages they touch and the node they ran on.
+    #[command(after_help = "Examples:
+  numaff profile -- ./solver input.dat              writes trace.parquet
+  numaff profile -o run.parquet --duration 10s -- ./server
+  numaff profile --pid 812 --duration 30s           a running process
+  numaff profile --list-samplers                    which samplers work here, and why not")]
+    Profile(profile::ProfileArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +119,7 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Analyze(args) => analyze::run(&args),
+        Command::Profile(args) => profile::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,6 +15,7 @@ pub mod mpol;
 pub mod numa_maps;
 pub mod pages;
 pub mod policy;
+pub mod sampler;
 pub mod sched;
 pub mod tasks;
 pub mod view;

@@ -1,0 +1,418 @@
+//! `numaff profile [-o trace.parquet] [--sampler page-faults] [--duration D] -- CMD` (or `--pid PID`):
+//! samples a program's memory accesses into a trace for `numaff analyze`.
+//!
+//! The program is not traced (no ptrace): numaff forks, the child waits on a pipe, numaff opens one
+//! inherited page-fault event per cpu on the child (enabled at exec, as `perf record` does), then
+//! lets it exec. If numaff dies, the events go with it and the program runs on.
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+
+use numaff_behave::{TraceMeta, TraceWriter};
+use numaff_linux::sampler::{self, PageFaultSampler};
+
+#[derive(Args)]
+pub struct ProfileArgs {
+    /// The trace to write (Parquet; a .csv name writes CSV without metadata).
+    #[arg(short, long, value_name = "TRACE", default_value = "trace.parquet")]
+    output: PathBuf,
+    /// The sampler (`numaff profile --list-samplers` says which work here).
+    #[arg(long, default_value = "page-faults")]
+    sampler: String,
+    /// Stop sampling after this long (e.g. 10, 10s, 500ms, 2m); the program runs on.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Profile a running process instead (its existing threads, and what they start later).
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pid: Option<i32>,
+    /// List the samplers, whether they work on this machine and why not.
+    #[arg(long)]
+    list_samplers: bool,
+    /// The program and its arguments.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+/// `10`, `10s`, `500ms`, `2m`, `1.5h`.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 10, 10s, 500ms, 2m)"))?;
+    let scale = match unit {
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} in {s:?} (ms, s, m or h)")),
+    };
+    let secs = v * scale;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("{s:?} is not a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+pub fn run(args: &ProfileArgs) -> Result<()> {
+    if args.list_samplers {
+        for s in sampler::list_samplers() {
+            println!("{s}");
+        }
+        return Ok(());
+    }
+    if args.sampler != "page-faults" {
+        let why = sampler::list_samplers()
+            .into_iter()
+            .find(|s| s.name == args.sampler)
+            .map(|s| s.why)
+            .unwrap_or_else(|| "no such sampler".into());
+        bail!(
+            "sampler {:?} cannot be used: {why} (see numaff profile --list-samplers)",
+            args.sampler
+        );
+    }
+    if args.pid.is_none() && args.command.is_empty() {
+        bail!("give the program to profile after --, or --pid PID (numaff profile -- ./prog args)");
+    }
+
+    let machine = numaff_machine::discover_host().context("cannot discover this machine")?;
+    let cpus: Vec<u32> = machine.pus().iter().collect();
+    let max_cpu = cpus.iter().copied().max().unwrap_or(0) as usize;
+    let mut node_of_cpu = vec![0u32; max_cpu + 1];
+    for &c in &cpus {
+        node_of_cpu[c as usize] = machine.node_of_pu(c).unwrap_or(0);
+    }
+    let machine_toml = numaff_machine::file::to_toml_string(&machine).ok();
+
+    // Open the samplers: on a waiting child (CMD) or on each thread of a running process (PID).
+    let (target, mut samplers, child, command_line) = match args.pid {
+        Some(pid) => {
+            let threads = numaff_linux::tasks::threads(pid)?;
+            let mut v = Vec::new();
+            for t in &threads {
+                v.push(PageFaultSampler::open(
+                    t.tid,
+                    &cpus,
+                    node_of_cpu.clone(),
+                    false,
+                )?);
+            }
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| {
+                    b.split(|&c| c == 0)
+                        .filter(|a| !a.is_empty())
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_else(|_| format!("pid {pid}"));
+            (pid, v, None, cmdline)
+        }
+        None => {
+            let child = WaitingChild::fork(&args.command)?;
+            let s = match PageFaultSampler::open(child.pid, &cpus, node_of_cpu.clone(), true) {
+                Ok(s) => s,
+                Err(e) => {
+                    child.kill();
+                    return Err(e.into());
+                }
+            };
+            let cmdline = args
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ");
+            (child.pid, vec![s], Some(child), cmdline)
+        }
+    };
+    if let Some(s) = samplers.first() {
+        eprintln!("numaff: sampler {}", s.describe());
+    }
+
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe. Installed after the
+    // fork so that the program keeps the default dispositions.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+
+    let page_size = {
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        (p > 0).then_some(p as u64)
+    };
+    let mut meta = TraceMeta {
+        machine: machine_toml,
+        command: Some(command_line.clone()),
+        sampler: Some(args.sampler.clone()),
+        page_size,
+        ..TraceMeta::default()
+    };
+    let mut writer = TraceWriter::create(&args.output, &meta)?;
+
+    let start = Instant::now();
+    let mut child = child;
+    if let Some(c) = &mut child {
+        c.go()
+            .with_context(|| format!("cannot run {command_line}"))?;
+    }
+    let mut write_err = None;
+    let mut last_names = Instant::now() - Duration::from_secs(1);
+    let mut status = None;
+    let mut stopped_by = "the program exited";
+    loop {
+        if let Some(s) = samplers.first() {
+            s.wait(Duration::from_millis(50));
+        }
+        for s in &mut samplers {
+            s.drain(&mut |x| {
+                if write_err.is_none() {
+                    if let Err(e) = writer.write(&x) {
+                        write_err = Some(e);
+                    }
+                }
+            });
+        }
+        if let Some(e) = write_err.take() {
+            return Err(e.into());
+        }
+        if last_names.elapsed() >= Duration::from_millis(200) {
+            if let Ok(threads) = numaff_linux::tasks::threads(target) {
+                for t in threads {
+                    meta.thread_names.insert(t.tid as u32, t.name);
+                }
+            }
+            last_names = Instant::now();
+        }
+        match &child {
+            Some(c) => {
+                if let Some(st) = c.try_wait()? {
+                    status = Some(st);
+                    break;
+                }
+            }
+            None => {
+                if !alive(target) {
+                    break;
+                }
+            }
+        }
+        if args.duration.is_some_and(|d| start.elapsed() >= d) {
+            stopped_by = "--duration elapsed";
+            break;
+        }
+        if STOP.load(Ordering::SeqCst) {
+            stopped_by = "interrupted";
+            break;
+        }
+    }
+    let wall = start.elapsed();
+    for s in &mut samplers {
+        s.drain(&mut |x| {
+            if write_err.is_none() {
+                if let Err(e) = writer.write(&x) {
+                    write_err = Some(e);
+                }
+            }
+        });
+    }
+    if let Some(e) = write_err {
+        return Err(e.into());
+    }
+    let samples: u64 = samplers.iter().map(|s| s.samples()).sum();
+    let lost: u64 = samplers.iter_mut().map(|s| s.lost_total()).sum();
+    let secs = wall.as_secs_f64().max(1e-9);
+    meta.rates.insert("samples".into(), samples as f64);
+    meta.rates.insert("lost".into(), lost as f64);
+    meta.rates.insert("period".into(), 1.0);
+    meta.rates.insert("wall_s".into(), wall.as_secs_f64());
+    meta.rates
+        .insert("samples_per_s".into(), samples as f64 / secs);
+    writer.append_meta(&TraceMeta {
+        rates: meta.rates.clone(),
+        thread_names: meta.thread_names.clone(),
+        ..TraceMeta::default()
+    });
+    drop(samplers);
+    writer.finish()?;
+
+    println!(
+        "numaff: {samples} samples, {lost} lost, {} threads named, in {:.3} s wall ({stopped_by}); wrote {}",
+        meta.thread_names.len(),
+        wall.as_secs_f64(),
+        args.output.display()
+    );
+    if lost > 0 {
+        println!(
+            "numaff: {lost} samples were lost (ring buffers full): the analysis sees fewer faults than happened"
+        );
+    }
+    println!("next: numaff analyze {}", args.output.display());
+    if let Some(st) = status {
+        if st != 0 {
+            eprintln!("numaff: the program exited with {}", describe_status(st));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a process exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rfind(')')
+            .and_then(|i| s[i + 1..].trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    })
+}
+
+fn describe_status(st: i32) -> String {
+    if libc::WIFEXITED(st) {
+        format!("status {}", libc::WEXITSTATUS(st))
+    } else if libc::WIFSIGNALED(st) {
+        format!("signal {}", libc::WTERMSIG(st))
+    } else {
+        format!("wait status {st}")
+    }
+}
+
+/// A forked child that waits for [`WaitingChild::go`] before it execs the program.
+struct WaitingChild {
+    pid: i32,
+    go_fd: i32,
+    err_fd: i32,
+}
+
+impl WaitingChild {
+    fn fork(command: &[OsString]) -> Result<Self> {
+        let args: Vec<CString> = command
+            .iter()
+            .map(|a| {
+                CString::new(a.as_bytes()).map_err(|_| anyhow!("an argument contains a NUL byte"))
+            })
+            .collect::<Result<_>>()?;
+        let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut go = [0i32; 2];
+        let mut err = [0i32; 2];
+        // SAFETY: pipe2 writes two fds into the arrays, which live across the calls.
+        unsafe {
+            if libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) != 0
+                || libc::pipe2(err.as_mut_ptr(), libc::O_CLOEXEC) != 0
+            {
+                bail!("cannot create a pipe: {}", std::io::Error::last_os_error());
+            }
+        }
+        // SAFETY: between fork and exec the child only makes async-signal-safe calls (read, close,
+        // execvp on buffers prepared before the fork, write, _exit); numaff has no other threads.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            bail!("cannot fork: {}", std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: see above.
+            unsafe {
+                libc::close(go[1]);
+                libc::close(err[0]);
+                let mut b = 0u8;
+                // Go on EOF too: if numaff dies, the program runs unprofiled.
+                while libc::read(go[0], (&mut b as *mut u8).cast(), 1) < 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+                libc::close(go[0]);
+                libc::execvp(argv[0], argv.as_ptr());
+                let e = *libc::__errno_location();
+                libc::write(err[1], (&e as *const i32).cast(), 4);
+                libc::_exit(127);
+            }
+        }
+        // SAFETY: closing our copies of the child's ends.
+        unsafe {
+            libc::close(go[0]);
+            libc::close(err[1]);
+        }
+        Ok(WaitingChild {
+            pid,
+            go_fd: go[1],
+            err_fd: err[0],
+        })
+    }
+
+    /// Lets the child exec; fails if the exec failed.
+    fn go(&mut self) -> Result<()> {
+        let mut e = 0i32;
+        // SAFETY: writes one byte from and reads 4 bytes into live locals; the fds are ours.
+        let n = unsafe {
+            libc::write(self.go_fd, [1u8].as_ptr().cast(), 1);
+            libc::close(self.go_fd);
+            self.go_fd = -1;
+            let n = libc::read(self.err_fd, (&mut e as *mut i32).cast(), 4);
+            libc::close(self.err_fd);
+            self.err_fd = -1;
+            n
+        };
+        if n == 4 {
+            let _ = self.try_wait();
+            bail!("exec failed: {}", std::io::Error::from_raw_os_error(e));
+        }
+        Ok(())
+    }
+
+    /// The wait status, once the child has exited.
+    fn try_wait(&self) -> Result<Option<i32>> {
+        let mut st = 0;
+        // SAFETY: waitpid writes the status into a live local.
+        let r = unsafe { libc::waitpid(self.pid, &mut st, libc::WNOHANG) };
+        match r {
+            0 => Ok(None),
+            r if r == self.pid => Ok(Some(st)),
+            _ => Err(anyhow!(
+                "cannot wait for the program: {}",
+                std::io::Error::last_os_error()
+            )),
+        }
+    }
+
+    /// Kills a child that has not exec'd yet (the samplers could not be opened).
+    fn kill(self) {
+        // SAFETY: plain syscalls on our own child and fds.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            let mut st = 0;
+            libc::waitpid(self.pid, &mut st, 0);
+            libc::close(self.go_fd);
+            libc::close(self.err_fd);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("3 parsecs").is_err());
+    }
+}

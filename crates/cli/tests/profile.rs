@@ -1,0 +1,233 @@
+//! `numaff profile` on a real program: a C program (compiled here with cc) whose 4 threads each
+//! touch their own 16 MiB buffer. Skipped where perf events are refused (perf_event_paranoid > 2)
+//! or no C compiler exists.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::cargo_bin;
+use numaff_behave::TraceReader;
+
+fn perf_allowed() -> bool {
+    let p = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root || p.is_some_and(|p| p <= 2)
+}
+
+fn compile(dir: &Path, name: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/profile/{name}.c"));
+    let out = dir.join(name);
+    let ok = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(out)
+}
+
+#[test]
+fn profile_four_threads_touching_their_buffers() {
+    if !perf_allowed() {
+        eprintln!("skipped: perf_event_paranoid > 2 and not root");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(prog) = compile(dir.path(), "touch4") else {
+        eprintln!("skipped: no C compiler");
+        return;
+    };
+    let trace = dir.path().join("t.parquet");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .output()
+        .expect("run numaff");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "numaff failed: {stdout}\n{stderr}");
+    assert!(
+        stdout.contains("samples") && stdout.contains("lost"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("numaff analyze"), "{stdout}");
+    assert!(
+        stderr.contains("sees"),
+        "the sampler says what it sees: {stderr}"
+    );
+
+    // The program's own report of its buffers: tid -> [start, end).
+    let mut bufs: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for l in stdout.lines().filter(|l| l.starts_with("BUF ")) {
+        let f: Vec<u64> = l[4..]
+            .split(' ')
+            .map(|x| x.parse().expect("number"))
+            .collect();
+        bufs.insert(f[0] as u32, (f[1], f[2]));
+    }
+    assert_eq!(bufs.len(), 4, "{stdout}");
+
+    let reader = TraceReader::open(&trace).expect("open trace");
+    let meta = reader.meta().clone();
+    assert_eq!(meta.sampler.as_deref(), Some("page-faults"));
+    assert!(meta
+        .command
+        .as_deref()
+        .is_some_and(|c| c.contains("touch4")));
+    assert!(meta.machine.is_some());
+    assert!(meta.rates.contains_key("samples") && meta.rates.contains_key("lost"));
+    let samples = reader.read_all().expect("read trace");
+    let tids: BTreeSet<u32> = samples.iter().map(|s| s.tid).collect();
+    assert!(tids.len() >= 4, "samples from only {} tids", tids.len());
+    for (tid, (lo, hi)) in &bufs {
+        let in_buf: Vec<_> = samples
+            .iter()
+            .filter(|s| (*lo..*hi).contains(&s.addr))
+            .collect();
+        // 4096 pages; allow a little slack for faults lost or merged (fault-around is for files).
+        assert!(
+            (3900..=4200).contains(&in_buf.len()),
+            "thread {tid}: {} faults in its buffer",
+            in_buf.len()
+        );
+        assert!(
+            in_buf.iter().all(|s| s.tid == *tid),
+            "thread {tid}: faults from other tids"
+        );
+    }
+
+    let out = Command::new(cargo_bin("numaff"))
+        .arg("analyze")
+        .arg(&trace)
+        .output()
+        .expect("run numaff analyze");
+    assert!(
+        out.status.success(),
+        "analyze failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn list_samplers_says_why() {
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--list-samplers"])
+        .output()
+        .expect("run numaff");
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for name in ["page-faults", "pebs", "ibs", "soft-dirty", "numa-hinting"] {
+        assert!(s.contains(name), "{name} missing: {s}");
+    }
+    assert!(s.contains("mem-loads") && s.contains("ibs_op"), "{s}");
+}
+
+#[test]
+fn profile_needs_a_command_and_a_known_sampler() {
+    let out = Command::new(cargo_bin("numaff"))
+        .arg("profile")
+        .output()
+        .expect("run numaff");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pid"));
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--sampler", "pebs", "--", "true"])
+        .output()
+        .expect("run numaff");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("list-samplers"));
+}
+
+#[test]
+fn profile_reports_a_missing_program() {
+    if !perf_allowed() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--", "/nonexistent/prog"])
+        .output()
+        .expect("run numaff");
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("exec failed"), "{e}");
+    assert!(!dir.path().join("t.parquet").exists());
+}
+
+#[test]
+fn the_program_runs_on_if_numaff_dies() {
+    if !perf_allowed() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let done = dir.path().join("done");
+    let mut numaff = Command::new(cargo_bin("numaff"))
+        .args(["profile", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("sleep 1; echo ok > {}", done.display()))
+        .spawn()
+        .expect("run numaff");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    numaff.kill().expect("kill numaff");
+    numaff.wait().expect("wait numaff");
+    for _ in 0..50 {
+        if done.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        done.exists(),
+        "the program did not finish after numaff died"
+    );
+}
+
+#[test]
+fn profile_a_running_process_by_pid() {
+    if !perf_allowed() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(prog) = compile(dir.path(), "touch4") else {
+        return;
+    };
+    // The shell waits, then execs the program in the same process: its threads start after
+    // numaff attached, and inherit the events.
+    let mut target = Command::new("sh")
+        .arg("-c")
+        .arg(format!("sleep 0.5; exec {}", prog.display()))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the target");
+    let trace = dir.path().join("p.parquet");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--duration", "20s", "-o"])
+        .arg(&trace)
+        .args(["--pid", &target.id().to_string()])
+        .output()
+        .expect("run numaff");
+    let _ = target.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("the program exited"), "{stdout}");
+    let samples = TraceReader::open(&trace)
+        .expect("open")
+        .read_all()
+        .expect("read");
+    let tids: BTreeSet<u32> = samples.iter().map(|s| s.tid).collect();
+    assert!(tids.len() >= 4, "{} tids", tids.len());
+    assert!(samples.len() >= 4 * 3900, "{} samples", samples.len());
+}

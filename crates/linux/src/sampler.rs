@@ -1,0 +1,736 @@
+//! Samplers of memory accesses for `numaff profile` (DESIGN.md "Sample"): what the kernel lets us
+//! see of a program's accesses, as [`numaff_behave::Sample`]s.
+//!
+//! The one sampler that works on a stock machine is **page faults** through `perf_event_open`
+//! (software event `PERF_COUNT_SW_PAGE_FAULTS`, period 1, sample TID|TIME|ADDR|CPU, user space
+//! only so that it works under `perf_event_paranoid` 2). Like `perf record` it opens one event per
+//! cpu with `inherit` set, each with its own mmapped ring buffer: an inherited event opened on one
+//! task for all cpus (cpu = -1) cannot be mmapped (DESIGN.md). The events must exist before the
+//! program's threads are created, so [`PageFaultSampler::open`] is called on a freshly forked child
+//! that waits for a go signal before its exec (see the CLI's `profile` command).
+//!
+//! [`list_samplers`] says which samplers work on this machine and why not the others (PEBS, IBS,
+//! soft-dirty induced faults, NUMA-balancing hinting faults). The decoding of hardware samples
+//! (ADDR|WEIGHT|DATA_SRC) is in [`decode_sample`]; it is tested on synthetic records only.
+
+use std::fmt;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::time::Duration;
+
+use numaff_behave::{DataSource, Kind, Sample};
+use perf_event::events::Software;
+use perf_event::{Builder, Clock, SampleFlag, Sampler};
+
+/// `PERF_RECORD_LOST`.
+pub const PERF_RECORD_LOST: u32 = 2;
+/// `PERF_RECORD_SAMPLE`.
+pub const PERF_RECORD_SAMPLE: u32 = 9;
+
+/// `perf_event_attr.sample_type` bits this decoder knows.
+pub mod sample_type {
+    pub const IP: u64 = 1 << 0;
+    pub const TID: u64 = 1 << 1;
+    pub const TIME: u64 = 1 << 2;
+    pub const ADDR: u64 = 1 << 3;
+    pub const ID: u64 = 1 << 6;
+    pub const CPU: u64 = 1 << 7;
+    pub const PERIOD: u64 = 1 << 8;
+    pub const STREAM_ID: u64 = 1 << 9;
+    pub const WEIGHT: u64 = 1 << 14;
+    pub const DATA_SRC: u64 = 1 << 15;
+    pub const IDENTIFIER: u64 = 1 << 16;
+    /// Every bit [`super::decode_sample`] can walk over.
+    pub const KNOWN: u64 =
+        IP | TID | TIME | ADDR | ID | CPU | PERIOD | STREAM_ID | WEIGHT | DATA_SRC | IDENTIFIER;
+}
+
+/// Data pages of each per-cpu ring buffer (as `perf record`'s default of 512 KiB with 4 KiB pages).
+pub const RING_DATA_PAGES: usize = 128;
+
+/// A sampler that failed: what, and what to do.
+#[derive(Debug)]
+pub struct SamplerError {
+    /// What numaff was trying to do.
+    pub what: String,
+    /// The kernel's answer.
+    pub source: io::Error,
+    /// What the user can do about it.
+    pub advice: String,
+}
+
+impl fmt::Display for SamplerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "could not {}: {}", self.what, self.source)?;
+        if !self.advice.is_empty() {
+            write!(f, "; {}", self.advice)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SamplerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Advice for a failed perf_event_open.
+fn perf_advice(e: &io::Error) -> String {
+    let paranoid = perf_event_paranoid();
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "perf_event_paranoid is {} here; set it to 2 or lower (sudo sysctl kernel.perf_event_paranoid=2) \
+             or run numaff as root (or with CAP_PERFMON)",
+            paranoid.map_or("unknown".to_string(), |p| p.to_string())
+        ),
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => {
+            "this kernel or cpu does not support the event (is this a container or VM without a PMU?)".into()
+        }
+        Some(libc::EMFILE) => "too many open files: raise the limit (ulimit -n)".into(),
+        Some(libc::ESRCH) => "the process is gone".into(),
+        Some(libc::ENOMEM) => "raise kernel.perf_event_mlock_kb or run as root".into(),
+        _ => String::new(),
+    }
+}
+
+/// `/proc/sys/kernel/perf_event_paranoid`, if readable.
+pub fn perf_event_paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// What a sampler can see and what it costs, said at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplerInfo {
+    /// The name given to `--sampler`.
+    pub name: &'static str,
+    /// Whether it works on this machine.
+    pub available: bool,
+    /// Why it does or does not work here.
+    pub why: String,
+    /// What it sees: reads? writes? latency? all threads?
+    pub sees: &'static str,
+    /// Its rate.
+    pub rate: &'static str,
+    /// Its cost.
+    pub cost: &'static str,
+}
+
+impl fmt::Display for SamplerInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:<18} {}: {}",
+            self.name,
+            if self.available {
+                "available"
+            } else {
+                "unavailable"
+            },
+            self.why
+        )?;
+        writeln!(f, "{:<18} sees: {}", "", self.sees)?;
+        writeln!(f, "{:<18} rate: {}", "", self.rate)?;
+        write!(f, "{:<18} cost: {}", "", self.cost)
+    }
+}
+
+/// What the page-fault sampler sees, its rate and cost.
+pub const PAGE_FAULTS_SEES: &str =
+    "the first touch of every page (read or write, not told apart; no latency), \
+     by every thread and child process started after the sampler, user space only";
+/// The page-fault sampler's rate.
+pub const PAGE_FAULTS_RATE: &str =
+    "every fault (period 1): one sample per page first touched, none for pages already mapped";
+/// The page-fault sampler's cost.
+pub const PAGE_FAULTS_COST: &str =
+    "about 1 µs per fault in the kernel; nothing for accesses to mapped pages";
+
+/// Every sampler numaff knows, and whether it works here.
+pub fn list_samplers() -> Vec<SamplerInfo> {
+    let mut out = Vec::new();
+
+    // Page faults: paranoid level and a trial open on ourselves.
+    let paranoid = perf_event_paranoid();
+    let (available, why) = match trial_open() {
+        Ok(()) => (
+            true,
+            format!(
+                "perf_event_open works (perf_event_paranoid {})",
+                paranoid.map_or("unreadable".into(), |p| p.to_string())
+            ),
+        ),
+        Err(e) => (false, e.to_string()),
+    };
+    out.push(SamplerInfo {
+        name: "page-faults",
+        available,
+        why,
+        sees: PAGE_FAULTS_SEES,
+        rate: PAGE_FAULTS_RATE,
+        cost: PAGE_FAULTS_COST,
+    });
+
+    // PEBS (Intel) and IBS (AMD): hardware memory sampling.
+    let devs = Path::new("/sys/bus/event_source/devices");
+    let pebs = devs.join("cpu/events/mem-loads").exists();
+    out.push(SamplerInfo {
+        name: "pebs",
+        available: false,
+        why: if pebs {
+            "mem-loads exists here, but numaff does not open PEBS events yet (its record decoding is \
+             written and tested on synthetic records only)"
+                .into()
+        } else {
+            "no /sys/bus/event_source/devices/cpu/events/mem-loads: no Intel PEBS memory sampling \
+             (not Intel, or a VM without PMU passthrough)"
+                .into()
+        },
+        sees: "sampled loads and stores with address, latency (weight) and data source, all threads",
+        rate: "one sample every N loads (period, e.g. 1000) above a latency threshold",
+        cost: "a few % at typical periods",
+    });
+    let ibs = devs.join("ibs_op").exists();
+    out.push(SamplerInfo {
+        name: "ibs",
+        available: false,
+        why: if ibs {
+            "ibs_op exists here, but numaff does not open IBS events yet".into()
+        } else {
+            "no /sys/bus/event_source/devices/ibs_op: no AMD IBS (not AMD, or a VM)".into()
+        },
+        sees: "sampled micro-ops: loads and stores with address, latency and data source",
+        rate: "one op every N cycles or ops",
+        cost: "a few % at typical periods",
+    });
+
+    // Soft-dirty induced faults need CONFIG_MEM_SOFT_DIRTY (bit 55 of pagemap, clear_refs 4).
+    let soft_dirty = kernel_config_has("CONFIG_MEM_SOFT_DIRTY").or_else(soft_dirty_probe);
+    out.push(SamplerInfo {
+        name: "soft-dirty",
+        available: false,
+        why: match soft_dirty {
+            Some(true) => {
+                "CONFIG_MEM_SOFT_DIRTY is set, but numaff does not induce faults yet".into()
+            }
+            Some(false) => {
+                "this kernel has no CONFIG_MEM_SOFT_DIRTY (writes cannot be re-armed)".into()
+            }
+            None => {
+                "cannot tell whether this kernel has CONFIG_MEM_SOFT_DIRTY (no /proc/config.gz or \
+                     /boot/config-*); numaff does not induce faults yet"
+                    .into()
+            }
+        },
+        sees: "writes to pages, again and again (faults re-armed periodically), all threads",
+        rate: "one fault per written page per period",
+        cost: "a fault per written page per period",
+    });
+
+    // NUMA-balancing hinting faults.
+    let nb = crate::balancing::numa_balancing();
+    out.push(SamplerInfo {
+        name: "numa-hinting",
+        available: false,
+        why: match nb {
+            Ok(b) if b.is_enabled() => format!(
+                "kernel.numa_balancing is on ({b:?}); its hinting faults are not exposed to perf as \
+                 addresses, numaff does not read them yet"
+            ),
+            Ok(b) => format!("kernel.numa_balancing is {b:?}: no hinting faults"),
+            Err(e) => format!("cannot read kernel.numa_balancing: {e}"),
+        },
+        sees: "reads and writes of pages the kernel unmapped for NUMA balancing, all threads",
+        rate: "the kernel's scan rate (numa_balancing_scan_*)",
+        cost: "the kernel's own; present whether or not numaff listens",
+    });
+    out
+}
+
+/// Whether the running kernel's config sets `key` (None: no config found).
+fn kernel_config_has(key: &str) -> Option<bool> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let path = format!("/boot/config-{}", release.trim());
+    let text = std::fs::read_to_string(path).ok()?;
+    let set = text
+        .lines()
+        .any(|l| l.starts_with(&format!("{key}=y")) || l.starts_with(&format!("{key}=m")));
+    Some(set)
+}
+
+/// Whether the kernel tracks soft-dirty bits: a freshly mapped and written page shows bit 55 in
+/// `/proc/self/pagemap` (new mappings are soft-dirty) only with CONFIG_MEM_SOFT_DIRTY.
+fn soft_dirty_probe() -> Option<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let page = page_size();
+    // SAFETY: a fresh private anonymous mapping of one page, written once and unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: p points to one writable page.
+    unsafe { std::ptr::write_volatile(p.cast::<u8>(), 1) };
+    let entry = (|| {
+        let mut f = std::fs::File::open("/proc/self/pagemap").ok()?;
+        f.seek(SeekFrom::Start((p as u64 / page as u64) * 8)).ok()?;
+        let mut b = [0u8; 8];
+        f.read_exact(&mut b).ok()?;
+        Some(u64::from_ne_bytes(b))
+    })();
+    // SAFETY: unmapping the page mapped above.
+    unsafe { libc::munmap(p, page) };
+    let e = entry?;
+    // Bit 63: present. Without it the answer means nothing.
+    (e >> 63 & 1 == 1).then_some(e >> 55 & 1 == 1)
+}
+
+/// A trial page-fault event on this process, cpu any, not mmapped.
+fn trial_open() -> Result<(), SamplerError> {
+    let mut b = Builder::new(Software::PAGE_FAULTS);
+    b.observe_self()
+        .any_cpu()
+        .exclude_kernel(true)
+        .exclude_hv(true)
+        .enabled(false);
+    b.build().map(|_| ()).map_err(|e| SamplerError {
+        what: "open a page-fault perf event (trial on numaff itself)".into(),
+        advice: perf_advice(&e),
+        source: e,
+    })
+}
+
+/// A decoded `PERF_RECORD_SAMPLE` with the fields numaff uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RawSample {
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub addr: u64,
+    pub cpu: u32,
+    pub weight: Option<u64>,
+    pub data_src: Option<u64>,
+}
+
+/// Decode the body (after the 8-byte header) of a `PERF_RECORD_SAMPLE` taken with `sample_type`.
+/// Errors on bits it does not know (their layout would shift the later fields) and short records.
+pub fn decode_sample(body: &[u8], sample_type: u64) -> Result<RawSample, String> {
+    use self::sample_type as st;
+    if sample_type & !st::KNOWN != 0 {
+        return Err(format!(
+            "sample_type {:#x} has fields numaff cannot decode ({:#x})",
+            sample_type,
+            sample_type & !st::KNOWN
+        ));
+    }
+    let mut pos = 0usize;
+    let u64_at = |pos: &mut usize| -> Result<u64, String> {
+        let b = body
+            .get(*pos..*pos + 8)
+            .ok_or_else(|| format!("sample record of {} bytes is too short", body.len()))?;
+        *pos += 8;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_ne_bytes(a))
+    };
+    let lo_hi = |v: u64| -> (u32, u32) {
+        let b = v.to_ne_bytes();
+        (
+            u32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
+            u32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
+        )
+    };
+    let mut s = RawSample::default();
+    if sample_type & st::IDENTIFIER != 0 {
+        u64_at(&mut pos)?;
+    }
+    if sample_type & st::IP != 0 {
+        u64_at(&mut pos)?;
+    }
+    if sample_type & st::TID != 0 {
+        let (pid, tid) = lo_hi(u64_at(&mut pos)?);
+        s.pid = pid;
+        s.tid = tid;
+    }
+    if sample_type & st::TIME != 0 {
+        s.time = u64_at(&mut pos)?;
+    }
+    if sample_type & st::ADDR != 0 {
+        s.addr = u64_at(&mut pos)?;
+    }
+    if sample_type & st::ID != 0 {
+        u64_at(&mut pos)?;
+    }
+    if sample_type & st::STREAM_ID != 0 {
+        u64_at(&mut pos)?;
+    }
+    if sample_type & st::CPU != 0 {
+        s.cpu = lo_hi(u64_at(&mut pos)?).0;
+    }
+    if sample_type & st::PERIOD != 0 {
+        u64_at(&mut pos)?;
+    }
+    if sample_type & st::WEIGHT != 0 {
+        s.weight = Some(u64_at(&mut pos)?);
+    }
+    if sample_type & st::DATA_SRC != 0 {
+        s.data_src = Some(u64_at(&mut pos)?);
+    }
+    Ok(s)
+}
+
+/// The kind (load/store) and source of a `perf_mem_data_src` value (mem_op bits 0-4, mem_lvl bits
+/// 5-18, mem_snoop bits 19-23). Untested on hardware: checked against the kernel's layout only.
+pub fn decode_data_src(v: u64) -> (Option<Kind>, DataSource) {
+    let op = v & 0x1f;
+    let lvl = (v >> 5) & 0x3fff;
+    let snoop = (v >> 19) & 0x1f;
+    let kind = if op & 0x2 != 0 {
+        Some(Kind::Load)
+    } else if op & 0x4 != 0 {
+        Some(Kind::Store)
+    } else {
+        None
+    };
+    // PERF_MEM_LVL_*: NA 1, HIT 2, MISS 4, L1 8, LFB 0x10, L2 0x20, L3 0x40, LOC_RAM 0x80,
+    // REM_RAM1 0x100, REM_RAM2 0x200, REM_CCE1 0x400, REM_CCE2 0x800, IO 0x1000, UNC 0x2000.
+    let src = if lvl & 0xc00 != 0 || (snoop & 0x10 != 0 && lvl & 0x40 == 0 && lvl & 0x80 == 0) {
+        DataSource::RemoteCache
+    } else if lvl & 0x300 != 0 {
+        DataSource::RemoteDram
+    } else if lvl & 0x80 != 0 {
+        DataSource::LocalDram
+    } else if lvl & 0x40 != 0 {
+        DataSource::L3
+    } else if lvl & 0x20 != 0 {
+        DataSource::L2
+    } else if lvl & 0x10 != 0 {
+        DataSource::Lfb
+    } else if lvl & 0x8 != 0 {
+        DataSource::L1
+    } else if lvl & 0x3000 != 0 {
+        DataSource::Uncached
+    } else {
+        DataSource::Other
+    };
+    (kind, src)
+}
+
+/// The count of lost samples in the body of a `PERF_RECORD_LOST` (`u64 id; u64 lost; ...`).
+pub fn decode_lost(body: &[u8]) -> Option<u64> {
+    let b: [u8; 8] = body.get(8..16)?.try_into().ok()?;
+    Some(u64::from_ne_bytes(b))
+}
+
+/// The sample_type the page-fault sampler asks for.
+pub const PAGE_FAULT_SAMPLE_TYPE: u64 =
+    sample_type::TID | sample_type::TIME | sample_type::ADDR | sample_type::CPU;
+
+/// Page faults of a task and its descendants, one inherited event per cpu with its ring buffer.
+pub struct PageFaultSampler {
+    rings: Vec<Sampler>,
+    node_of_cpu: Vec<u32>,
+    lost: u64,
+    samples: u64,
+    undecodable: u64,
+}
+
+impl PageFaultSampler {
+    /// Open one event per cpu in `cpus` on task `pid` (inherit: the threads and children it creates
+    /// later), each with a ring buffer of [`RING_DATA_PAGES`] pages. With `enable_on_exec` the
+    /// events start counting at the task's next exec. `node_of_cpu[cpu]` gives the node of a cpu.
+    pub fn open(
+        pid: i32,
+        cpus: &[u32],
+        node_of_cpu: Vec<u32>,
+        enable_on_exec: bool,
+    ) -> Result<Self, SamplerError> {
+        let page = page_size();
+        let mut rings = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            let mut b = Builder::new(Software::PAGE_FAULTS);
+            b.observe_pid(pid)
+                .one_cpu(cpu as usize)
+                .inherit(true)
+                .exclude_kernel(true)
+                .exclude_hv(true)
+                .sample_period(1)
+                .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::ADDR | SampleFlag::CPU)
+                .clockid(Clock::MONOTONIC)
+                .wakeup_watermark(RING_DATA_PAGES * page / 4)
+                .enabled(!enable_on_exec)
+                .enable_on_exec(enable_on_exec);
+            let counter = b.build().map_err(|e| SamplerError {
+                what: format!("open a page-fault perf event on task {pid}, cpu {cpu}"),
+                advice: perf_advice(&e),
+                source: e,
+            })?;
+            let ring = counter
+                .sampled(RING_DATA_PAGES * page)
+                .map_err(|e| SamplerError {
+                    what: format!("mmap the ring buffer of cpu {cpu} ({RING_DATA_PAGES} pages)"),
+                    advice: "raise kernel.perf_event_mlock_kb or ulimit -l, or run as root".into(),
+                    source: e,
+                })?;
+            rings.push(ring);
+        }
+        Ok(PageFaultSampler {
+            rings,
+            node_of_cpu,
+            lost: 0,
+            samples: 0,
+            undecodable: 0,
+        })
+    }
+
+    /// What this sampler sees, its rate and cost, in one paragraph.
+    pub fn describe(&self) -> String {
+        format!(
+            "page-faults on {} cpus: sees {}; rate: {}; cost: {}",
+            self.rings.len(),
+            PAGE_FAULTS_SEES,
+            PAGE_FAULTS_RATE,
+            PAGE_FAULTS_COST
+        )
+    }
+
+    /// Wait up to `timeout` for a ring buffer to fill past its watermark (or for hang-up).
+    pub fn wait(&self, timeout: Duration) {
+        let mut fds: Vec<libc::pollfd> = self
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: fds is a valid array of fds.len() pollfd structs for the duration of the call.
+        unsafe {
+            libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms);
+        }
+    }
+
+    /// Read every record in the ring buffers: samples go to `out`, losses are counted.
+    /// Returns the number of samples read.
+    pub fn drain(&mut self, out: &mut dyn FnMut(Sample)) -> u64 {
+        let mut n = 0;
+        for ring in &mut self.rings {
+            while let Some(rec) = ring.next_record() {
+                let body = rec.to_contiguous();
+                match rec.ty() {
+                    PERF_RECORD_SAMPLE => match decode_sample(&body, PAGE_FAULT_SAMPLE_TYPE) {
+                        Ok(r) => {
+                            n += 1;
+                            out(Sample {
+                                time_ns: r.time,
+                                pid: r.pid,
+                                tid: r.tid,
+                                cpu: r.cpu,
+                                node: self.node_of_cpu.get(r.cpu as usize).copied().unwrap_or(0),
+                                addr: r.addr,
+                                kind: Kind::Fault,
+                                latency_ns: None,
+                                data_source: None,
+                            });
+                        }
+                        Err(_) => self.undecodable += 1,
+                    },
+                    PERF_RECORD_LOST => self.lost += decode_lost(&body).unwrap_or(0),
+                    _ => {}
+                }
+            }
+        }
+        self.samples += n;
+        n
+    }
+
+    /// Samples the kernel dropped because a ring buffer was full (PERF_RECORD_LOST).
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// The faults the events counted (the inherited counts of exited threads included): compared
+    /// with [`Self::samples`], the samples lost without a PERF_RECORD_LOST (the kernel writes
+    /// that record only once the ring has room again, so losses at the end go unreported).
+    pub fn counted(&mut self) -> u64 {
+        self.rings.iter_mut().filter_map(|r| r.read().ok()).sum()
+    }
+
+    /// Lost samples: the PERF_RECORD_LOST counts, or the faults counted but never sampled if more.
+    /// Call after the last [`Self::drain`].
+    pub fn lost_total(&mut self) -> u64 {
+        let unsampled = self.counted().saturating_sub(self.samples);
+        self.lost.max(unsampled)
+    }
+
+    /// Samples read so far.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Records that could not be decoded.
+    pub fn undecodable(&self) -> u64 {
+        self.undecodable
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(fields: &[u64]) -> Vec<u8> {
+        fields.iter().flat_map(|v| v.to_ne_bytes()).collect()
+    }
+
+    fn pair(lo: u32, hi: u32) -> u64 {
+        let mut b = [0u8; 8];
+        b[..4].copy_from_slice(&lo.to_ne_bytes());
+        b[4..].copy_from_slice(&hi.to_ne_bytes());
+        u64::from_ne_bytes(b)
+    }
+
+    #[test]
+    fn decodes_a_page_fault_record() {
+        let body = rec(&[pair(100, 101), 5_000, 0x7f00_0000_1000, pair(3, 0)]);
+        let s = decode_sample(&body, PAGE_FAULT_SAMPLE_TYPE).expect("decodes");
+        assert_eq!(
+            s,
+            RawSample {
+                pid: 100,
+                tid: 101,
+                time: 5_000,
+                addr: 0x7f00_0000_1000,
+                cpu: 3,
+                weight: None,
+                data_src: None
+            }
+        );
+    }
+
+    #[test]
+    fn decodes_a_synthetic_pebs_record() {
+        use self::sample_type as st;
+        // IP | TID | TIME | ADDR | CPU | WEIGHT | DATA_SRC as a PEBS mem-loads event would report.
+        let t = st::IP | st::TID | st::TIME | st::ADDR | st::CPU | st::WEIGHT | st::DATA_SRC;
+        // data_src: op LOAD (2), lvl HIT|REM_RAM1 (0x102 << 5).
+        let src = 0x2 | (0x102 << 5);
+        let body = rec(&[0x40_1000, pair(7, 8), 9, 0xdead_b000, pair(1, 0), 312, src]);
+        let s = decode_sample(&body, t).expect("decodes");
+        assert_eq!(
+            (s.pid, s.tid, s.time, s.addr, s.cpu),
+            (7, 8, 9, 0xdead_b000, 1)
+        );
+        assert_eq!(s.weight, Some(312));
+        assert_eq!(
+            decode_data_src(src),
+            (Some(Kind::Load), DataSource::RemoteDram)
+        );
+        // A store that hit the L1; a load from local DRAM; a HITM in a remote cache.
+        assert_eq!(
+            decode_data_src(0x4 | (0xa << 5)),
+            (Some(Kind::Store), DataSource::L1)
+        );
+        assert_eq!(
+            decode_data_src(0x2 | (0x82 << 5)),
+            (Some(Kind::Load), DataSource::LocalDram)
+        );
+        assert_eq!(
+            decode_data_src(0x2 | (0x402 << 5) | (0x10 << 19)),
+            (Some(Kind::Load), DataSource::RemoteCache)
+        );
+    }
+
+    #[test]
+    fn eacces_says_to_lower_paranoid_or_run_as_root() {
+        let e = SamplerError {
+            what: "open a page-fault perf event on task 1, cpu 0".into(),
+            advice: perf_advice(&io::Error::from_raw_os_error(libc::EACCES)),
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("could not open a page-fault perf event"),
+            "{text}"
+        );
+        assert!(
+            text.contains("perf_event_paranoid") && text.contains("set it to 2"),
+            "{text}"
+        );
+        assert!(text.contains("root"), "{text}");
+    }
+
+    #[test]
+    fn decodes_lost_records() {
+        assert_eq!(decode_lost(&rec(&[42, 17, 0])), Some(17));
+        assert_eq!(decode_lost(&[0u8; 10]), None);
+    }
+
+    #[test]
+    fn rejects_short_and_unknown_records() {
+        assert!(decode_sample(&[0u8; 12], PAGE_FAULT_SAMPLE_TYPE).is_err());
+        assert!(decode_sample(&[0u8; 64], 1 << 5).is_err()); // CALLCHAIN
+    }
+
+    #[test]
+    fn list_samplers_names_all_and_says_why() {
+        let l = list_samplers();
+        let names: Vec<_> = l.iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            ["page-faults", "pebs", "ibs", "soft-dirty", "numa-hinting"]
+        );
+        assert!(l.iter().all(|s| !s.why.is_empty()));
+    }
+
+    #[test]
+    fn samples_own_faults_when_allowed() {
+        if perf_event_paranoid().is_none_or(|p| p > 2) {
+            eprintln!("skipped: perf_event_paranoid > 2");
+            return;
+        }
+        let cpus: Vec<u32> =
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        let Ok(mut s) = PageFaultSampler::open(tid, &cpus, vec![0; cpus.len()], false) else {
+            eprintln!("skipped: perf_event_open refused");
+            return;
+        };
+        let buf = vec![1u8; 64 << 20];
+        let lo = buf.as_ptr() as u64;
+        let hi = lo + buf.len() as u64;
+        let mut inside = 0;
+        s.drain(&mut |x| {
+            if (lo..hi).contains(&x.addr) {
+                inside += 1;
+            }
+        });
+        drop(buf);
+        assert!(inside > 1000, "only {inside} faults in the buffer");
+    }
+}
