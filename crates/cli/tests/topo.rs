@@ -261,3 +261,27 @@ fn issue6_demo_shows_locality_beating_compact_and_scatter() {
     assert!(cost("locality") < cost("compact"), "{text}");
     assert!(cost("locality") < cost("scatter"), "{text}");
 }
+
+/// The demo's simulation: on the paper machine, neighbours together with local pages (T_L D_L) beat
+/// threads apart with remote pages (T_R D_R), as in kMAF Fig. 1.
+#[test]
+fn issue4_demo_simulation_shows_placement_matters() {
+    let out = numaff().arg("demo").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let ms = |label: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap();
+        line[label.len() + 2..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        ms("compact, oracle-local") < ms("scatter, oracle-remote"),
+        "{text}"
+    );
+}
