@@ -808,6 +808,30 @@ impl Simulator {
         }
     }
 
+    /// Records a sample of thread `ti` on PU `p` at time `t` (what every sampler emits).
+    fn record_sample(
+        &mut self,
+        ti: usize,
+        p: usize,
+        t: f64,
+        vaddr: u64,
+        kind: AccessKind,
+        latency_ns: Option<f64>,
+    ) {
+        let th = &self.threads[ti];
+        self.samples.push(Sample {
+            time_ns: t as u64,
+            pid: th.pid,
+            tid: th.tid,
+            cpu: self.pus[p].cpu,
+            node: self.pus[p].node_id,
+            vaddr,
+            kind,
+            latency_ns,
+        });
+        self.stats.samples += 1;
+    }
+
     /// An access to a page marked by the induced-fault sampler faults: one `Fault` sample, and the
     /// cost as a stall. Returns the stall.
     fn induced_fault(&mut self, ti: usize, p: usize, t: f64, vaddr: u64) -> f64 {
@@ -821,18 +845,7 @@ impl Simulator {
         }
         pg.armed = false;
         pr.armed -= 1;
-        let th = &self.threads[ti];
-        self.samples.push(Sample {
-            time_ns: t as u64,
-            pid: th.pid,
-            tid: th.tid,
-            cpu: self.pus[p].cpu,
-            node: self.pus[p].node_id,
-            vaddr,
-            kind: AccessKind::Fault,
-            latency_ns: None,
-        });
-        self.stats.samples += 1;
+        self.record_sample(ti, p, t, vaddr, AccessKind::Fault, None);
         self.cfg
             .induced_faults
             .as_ref()
@@ -850,22 +863,12 @@ impl Simulator {
             return;
         }
         let cost = s.cost_ns;
-        let th = &self.threads[ti];
-        self.samples.push(Sample {
-            time_ns: t as u64,
-            pid: th.pid,
-            tid: th.tid,
-            cpu: self.pus[p].cpu,
-            node: self.pus[p].node_id,
-            vaddr: a.vaddr,
-            kind: if a.write {
-                AccessKind::Store
-            } else {
-                AccessKind::Load
-            },
-            latency_ns: Some(lat),
-        });
-        self.stats.samples += 1;
+        let kind = if a.write {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        };
+        self.record_sample(ti, p, t, a.vaddr, kind, Some(lat));
         self.pus[p].clock += cost;
     }
 
@@ -1126,18 +1129,7 @@ impl Simulator {
             }
         };
         if fault {
-            let th = &self.threads[ti];
-            self.samples.push(Sample {
-                time_ns: t as u64,
-                pid: th.pid,
-                tid: th.tid,
-                cpu: self.pus[p].cpu,
-                node: self.pus[p].node_id,
-                vaddr,
-                kind: AccessKind::Fault,
-                latency_ns: None,
-            });
-            self.stats.samples += 1;
+            self.record_sample(ti, p, t, vaddr, AccessKind::Fault, None);
         }
         let lat = self.fabric.read(t + stall, node, home);
         let th = &mut self.threads[ti];
