@@ -12,10 +12,12 @@ set -euo pipefail
 # (crates/policy/examples/vs_scotch.rs; not run by the tests).
 # chromium: the test that renders `numaff analyze --html` reports headless; fonts-dejavu-core: the
 # font its figures are drawn with.
+# likwid and slurm-wlm: likwid-pin and srun, the consumers of the likwid and Slurm exports; the test
+# starts a private one-node Slurm (auth/none, random ports, in a temporary directory).
 # python3-pip: pyarrow, with which a test reads a written trace as other tools do.
 packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev qemu-system-x86 busybox-static
   openmpi-bin libopenmpi-dev libomp-14-dev scotch libscotch-dev cmake chromium fonts-dejavu-core
-  python3 python3-pip)
+  python3 python3-pip likwid slurm-wlm)
 
 missing=()
 for p in "${packages[@]}"; do

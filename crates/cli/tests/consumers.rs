@@ -305,3 +305,200 @@ fn issue6_open_mpi_mpirun_accepts_the_rankfile() {
         "{stderr}"
     );
 }
+
+#[test]
+fn issue6_likwid_pin_reads_the_cpu_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("omp_threads");
+    compile(
+        "gcc",
+        &["-fopenmp"],
+        "omp_threads.c",
+        &exe,
+        "gcc (build-essential)",
+    );
+    let map = reversed_mapping(dir.path());
+    let likwid = export(&map, "likwid");
+    assert_eq!(likwid, "-c 1,0");
+    // likwid-pin pins the main thread, then (through its pthread_create wrapper) each new thread,
+    // in creation order: libgomp's thread 0 is the main thread.
+    let out = StdCommand::new("likwid-pin")
+        .arg("-q")
+        .args(likwid.split(' '))
+        .arg(&exe)
+        .env("OMP_NUM_THREADS", "2")
+        .env_remove("OMP_PLACES")
+        .env_remove("OMP_PROC_BIND")
+        .env_remove("GOMP_CPU_AFFINITY")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run likwid-pin ({e}); install likwid (scripts/setup.sh)")
+        });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "likwid-pin failed:\n{stdout}\n{stderr}"
+    );
+    let threads: BTreeMap<u32, String> = stdout
+        .lines()
+        .filter_map(|line| {
+            let f: BTreeMap<&str, &str> = line
+                .split(' ')
+                .filter_map(|kv| kv.split_once('='))
+                .collect();
+            Some((
+                f.get("thread")?.parse().ok()?,
+                f.get("allowed")?.to_string(),
+            ))
+        })
+        .collect();
+    assert_eq!(threads, reversed(), "{stdout}\n{stderr}");
+}
+
+/// A private one-node Slurm (slurmctld + slurmd, auth/none, task/affinity) in a temporary
+/// directory on free ports; the daemons are killed when it is dropped.
+struct PrivateSlurm {
+    dir: tempfile::TempDir,
+    daemons: Vec<std::process::Child>,
+}
+
+impl PrivateSlurm {
+    fn start() -> PrivateSlurm {
+        let dir = tempfile::tempdir().unwrap();
+        let host = String::from_utf8(
+            StdCommand::new("hostname")
+                .arg("-s")
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .trim()
+        .to_string();
+        let user = String::from_utf8(StdCommand::new("id").arg("-un").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string();
+        let free_port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        };
+        let (ctld_port, d_port) = (free_port(), free_port());
+        let cpus = std::thread::available_parallelism().unwrap();
+        let d = dir.path().display();
+        for sub in ["state", "spool"] {
+            std::fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        std::fs::write(
+            dir.path().join("slurm.conf"),
+            format!(
+                "ClusterName=numafftest\nSlurmctldHost={host}\nSlurmctldPort={ctld_port}\n\
+                 SlurmdPort={d_port}\nAuthType=auth/none\nCredType=cred/none\n\
+                 ProctrackType=proctrack/pgid\nTaskPlugin=task/affinity\n\
+                 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSlurmUser={user}\n\
+                 SlurmdUser={user}\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+                 SlurmctldPidFile={d}/ctld.pid\nSlurmdPidFile={d}/d.pid\n\
+                 SlurmctldLogFile={d}/ctld.log\nSlurmdLogFile={d}/d.log\nMpiDefault=none\n\
+                 ReturnToService=2\nNodeName={host} CPUs={cpus} State=UNKNOWN\n\
+                 PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP\n"
+            ),
+        )
+        .unwrap();
+        let mut slurm = PrivateSlurm {
+            dir,
+            daemons: Vec::new(),
+        };
+        // -D: stay in the foreground, so that the daemons are our children and die with the guard.
+        for (daemon, extra) in [("slurmctld", &["-c"][..]), ("slurmd", &[][..])] {
+            let child = StdCommand::new(daemon)
+                .arg("-D")
+                .args(extra)
+                .env("SLURM_CONF", slurm.conf())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("cannot run {daemon} ({e}); install slurm-wlm (scripts/setup.sh)")
+                });
+            slurm.daemons.push(child);
+        }
+        slurm
+    }
+
+    fn conf(&self) -> PathBuf {
+        self.dir.path().join("slurm.conf")
+    }
+
+    fn logs(&self) -> String {
+        ["ctld.log", "d.log"]
+            .iter()
+            .map(|f| std::fs::read_to_string(self.dir.path().join(f)).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for PrivateSlurm {
+    fn drop(&mut self) {
+        // SIGTERM first, so that the daemons stop their own helpers (slurmscriptd, slurmstepd).
+        for child in &self.daemons {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        }
+        for child in &mut self.daemons {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn issue6_slurm_srun_binds_tasks_per_the_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = reversed_mapping(dir.path());
+    let map_cpu = export(&map, "slurm");
+    assert_eq!(map_cpu, "--cpu-bind=map_cpu:1,0 --mem-bind=map_mem:0,0");
+    let mask_cpu = export(&map, "slurm-mask");
+    assert_eq!(
+        mask_cpu,
+        "--cpu-bind=mask_cpu:0x2,0x1 --mem-bind=map_mem:0,0"
+    );
+    let slurm = PrivateSlurm::start();
+    for options in [&map_cpu, &mask_cpu] {
+        // srun waits until the node has registered; --immediate would race with slurmd's start.
+        let out = Command::new("srun")
+            .env("SLURM_CONF", slurm.conf())
+            .args(["--ntasks=2", "--quiet"])
+            .args(options.split(' '))
+            .args([
+                "sh",
+                "-c",
+                "echo task=$SLURM_PROCID allowed=$(sed -n 's/^Cpus_allowed_list:\\t//p' /proc/self/status)",
+            ])
+            .timeout(Duration::from_secs(90))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run srun ({e}); install slurm-wlm (scripts/setup.sh)"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "srun {options} failed:\n{stdout}\n{stderr}\nlogs:\n{}",
+            slurm.logs()
+        );
+        let mut tasks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("task=")).collect();
+        tasks.sort_unstable();
+        assert_eq!(
+            tasks,
+            ["task=0 allowed=1", "task=1 allowed=0"],
+            "srun {options}:\n{stderr}"
+        );
+    }
+}
