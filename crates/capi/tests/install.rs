@@ -5,10 +5,9 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
-use common::run;
+use common::{make_install, run};
 
 const PROGRAM: &str = r#"
 #include <stdio.h>
@@ -22,22 +21,6 @@ int main(void) {
   return numaff_final();
 }
 "#;
-
-fn make_install(prefix: &Path) {
-    // The debug profile: the tests' own build is up to date, so this only copies files.
-    let mut make = Command::new("make");
-    make.arg("-C")
-        .arg(common::crate_dir())
-        .arg("install")
-        .arg(format!("PREFIX={}", prefix.display()))
-        .arg("PROFILE=debug");
-    // The test binary's own target dir, wherever CARGO_TARGET_DIR put it.
-    make.env(
-        "CARGO_TARGET_DIR",
-        common::profile_dir().parent().unwrap().as_os_str(),
-    );
-    run(&mut make);
-}
 
 #[test]
 fn make_install_then_build_with_pkg_config_and_cmake() {
