@@ -640,6 +640,18 @@ fn no_worse_than_identity_graph(tree: &Tree, graph: &Graph, candidate: Placement
     best
 }
 
+/// A uniform matrix (every off-diagonal cell equal, [`CommMatrix::uniform_value`]) with at least as
+/// many tasks as PUs: the compact mapping, without building the graph. Proof that nothing is lost:
+/// with the tree distance, the hop cost is `w · Σ_levels (C(n,2) − Σ_vertices C(n_v,2))` where
+/// `n_v` counts the tasks under a vertex, so every placement with the same tasks per PU costs the
+/// same; with `n ≥ P` every algorithm here gives each PU its [`slots`], and compact gives them to the
+/// same PUs (the first `n mod P` in tree order get one more), which also keeps the extra tasks in as
+/// few subtrees as possible.
+fn uniform_shortcut(tree: &Tree, comm: &CommMatrix, n: usize) -> Option<Placement> {
+    (n >= tree.pu_count() && comm.len() == n && comm.uniform_value().is_some())
+        .then(|| baselines::compact(tree, n))
+}
+
 /// The communication-aware mappings' common path: the sparse graph once, the hierarchical
 /// mapping, the identity safeguard.
 fn checked(
@@ -648,6 +660,9 @@ fn checked(
     n: usize,
     grouping: impl Fn(usize) -> Grouping,
 ) -> Placement {
+    if let Some(p) = uniform_shortcut(tree, comm, n) {
+        return p;
+    }
     let total: usize = slots(tree, n).iter().sum();
     let graph = Graph::from_comm(comm, n, total.max(n));
     let p = hierarchical_graph(tree, &graph, n, grouping);
@@ -665,8 +680,35 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// Locality (002 §2.3.3 Fig. 2.5, computed as with TreeMatch: tasks that communicate most share the
 /// deepest possible subtree, minimising the tree hop cost), with the TreeMatch-style grouping at
 /// every level; never worse than the identity. Counts: see the module documentation.
+///
+/// Two candidates are computed and the cheaper one (by the same hop cost) kept: the bottom-up
+/// TreeMatch-style grouping, and the top-down dual recursive bipartitioning of [`crate::bisect`],
+/// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
+/// Ties keep the grouping's result.
 pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
-    checked(tree, comm, n, |_| Grouping::Agglomerate)
+    if let Some(p) = uniform_shortcut(tree, comm, n) {
+        return p;
+    }
+    let sl = slots(tree, n);
+    let total: usize = sl.iter().sum();
+    let graph = Graph::from_comm(comm, n, total.max(n));
+    let grouped = hierarchical_graph(tree, &graph, n, |_| Grouping::Agglomerate);
+    let leaf_of = crate::bisect::recursive_bisection(tree, &graph, &sl);
+    let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
+    let idx = tree.leaf_index();
+    let cost = |p: &Placement| {
+        let lv: Vec<Option<usize>> = p
+            .iter()
+            .map(|&pu| idx.get(pu as usize).copied().flatten())
+            .collect();
+        graph.hop_cost(tree, &lv)
+    };
+    let best = if cost(&split) < cost(&grouped) * (1.0 - 1e-12) {
+        split
+    } else {
+        grouped
+    };
+    no_worse_than_identity_graph(tree, &graph, best)
 }
 
 /// Balance (002 §2.3.3 Fig. 2.5: "maps the tasks that have the largest amount of communication to

@@ -2,6 +2,7 @@
 //! matrix, per-task metrics) to where tasks should run, and the figures that judge a placement.
 
 pub mod baselines;
+mod bisect;
 pub mod comm;
 pub mod deloc;
 pub mod export;
