@@ -23,7 +23,9 @@ const COARSE: usize = 48;
 /// FM passes per level at most.
 const PASSES: usize = 3;
 /// Graph-growing starts on the coarsest graph (plus the order start).
-const STARTS: usize = 4;
+const STARTS: usize = 8;
+/// Graphs of at most twice this many vertices get only two evenly spaced starts.
+const SMALL: usize = 8;
 
 /// A graph with vertex weights (task counts) in compressed rows.
 struct Sub {
@@ -308,7 +310,8 @@ impl Ord for Cand {
 }
 
 /// The coarsest graph's partition: the best (after refinement) of the order start (the first
-/// vertices up to `ca`) and [`STARTS`] greedy graph-growing starts from evenly spaced seeds.
+/// vertices up to `ca`), greedy graph growing from a pseudo-peripheral vertex (an end of a chain, a
+/// corner of a stencil), and [`STARTS`] more starts from evenly spaced seeds (two on small graphs).
 fn initial(g: &Sub, ca: i64, tol: i64) -> Vec<u8> {
     let n = g.len();
     let mut best: Option<(f64, Vec<u8>)> = None;
@@ -321,21 +324,49 @@ fn initial(g: &Sub, ca: i64, tol: i64) -> Vec<u8> {
     };
     let mut order = vec![1u8; n];
     let mut wa = 0;
-    for x in 0..n {
-        if wa + g.vw[x] > ca + tol && wa >= ca - tol {
+    for (o, &vw) in order.iter_mut().zip(&g.vw) {
+        if wa + vw > ca + tol && wa >= ca - tol {
             break;
         }
-        order[x] = 0;
-        wa += g.vw[x];
+        *o = 0;
+        wa += vw;
     }
     consider(order);
-    let starts = STARTS.min(n);
+    consider(grow(g, peripheral(g), ca, tol));
+    let starts = if n > 2 * SMALL { STARTS } else { 2 }.min(n);
     for s in 0..starts {
         consider(grow(g, s * n / starts, ca, tol));
     }
     let mut side = best.map(|(_, s)| s).unwrap_or_default();
     refine(g, &mut side, ca, tol, PASSES);
     side
+}
+
+/// A pseudo-peripheral vertex: the last one reached by a breadth-first search from the last one
+/// reached by a breadth-first search from vertex 0 (ties: lower index).
+fn peripheral(g: &Sub) -> usize {
+    let n = g.len();
+    let mut seen = vec![u32::MAX; n];
+    let mut queue: Vec<usize> = Vec::with_capacity(n);
+    let mut far = 0;
+    for round in 0..2u32 {
+        queue.clear();
+        queue.push(far);
+        seen[far] = round;
+        let mut head = 0;
+        while head < queue.len() {
+            let x = queue[head];
+            head += 1;
+            for (y, _) in g.row(x) {
+                if seen[y] != round {
+                    seen[y] = round;
+                    queue.push(y);
+                }
+            }
+        }
+        far = queue.last().copied().unwrap_or(0);
+    }
+    far
 }
 
 /// Greedy graph growing: side 0 starts as `seed` and takes the vertex that gains most (weight to
