@@ -8,7 +8,8 @@
 //! evaluator ([`numaff_policy::quality::hop_cost`]) and prints cost ratios to Scotch and times.
 //! Scotch's time is its own "Mapping" figure (`-vt`), without process start and graph I/O.
 //! With `--stability` it also maps M + 5 % noise and counts the threads that move
-//! ([`numaff_policy::quality::moved_threads`], up to tree symmetries).
+//! ([`numaff_policy::quality::moved_threads`], up to tree symmetries), for locality also when
+//! it is given the mapping of M as the current placement ([`numaff_policy::hier::locality_from`]).
 //!
 //! Needs Scotch (`apt-get install scotch libscotch-dev`, see scripts/setup.sh); not run by CI.
 //! Run on one core:
@@ -285,7 +286,7 @@ fn main() -> Res<()> {
         "local ms",
         "scot ms",
         if stability {
-            "  | moved under 5% noise: eager local scotch"
+            "  | moved under 5% noise: eager local scotch local+current"
         } else {
             ""
         }
@@ -347,7 +348,16 @@ fn main() -> Res<()> {
                         }
                         let (sp2, _) = scotch(&tree, &target, &c2, &dir)?;
                         moved.push(moved_threads(&tree, &sp, &sp2));
-                        let _ = write!(line, "  | {:5} {:5} {:5}", moved[0], moved[1], moved[2]);
+                        // locality told the current mapping (keeps it when within 1 %)
+                        let mut input3 = MapInput::with_comm(&m, &c2);
+                        input3.current = Some(&places[1]);
+                        let kept = map(Algorithm::Locality, &input3)?;
+                        moved.push(moved_threads(&tree, &places[1], &kept));
+                        let _ = write!(
+                            line,
+                            "  | {:5} {:5} {:5} {:5}",
+                            moved[0], moved[1], moved[2], moved[3]
+                        );
                     }
                     println!("{line}");
                 }

@@ -686,29 +686,99 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
 /// Ties keep the grouping's result.
 pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
+    locality_from(tree, comm, n, None)
+}
+
+/// A mapping is kept when the new one would lower the hop cost by less than this share (issue 6:
+/// stability under matrix noise; a 5 % noise moves the heuristic optimum by about 1 %).
+pub const KEEP_WITHIN: f64 = 0.01;
+
+/// [`locality`] for a program that already runs with `current`: when `current` is a valid
+/// placement of the `n` tasks (PUs of the tree, no PU above ⌈n/P⌉ tasks, none doubled while another
+/// is free) whose hop cost is within [`KEEP_WITHIN`] of the new mapping's, `current` is returned, so
+/// a noisy re-measurement of the same program does not move its threads for nothing.
+pub fn locality_from(
+    tree: &Tree,
+    comm: &CommMatrix,
+    n: usize,
+    current: Option<&Placement>,
+) -> Placement {
+    let cur = current.filter(|c| valid_placement(tree, c, n));
     if let Some(p) = uniform_shortcut(tree, comm, n) {
-        return p;
+        return match cur {
+            Some(c)
+                if keep(
+                    crate::quality::hop_cost(tree, comm, c),
+                    crate::quality::hop_cost(tree, comm, &p),
+                ) =>
+            {
+                c.clone()
+            }
+            _ => p,
+        };
     }
     let sl = slots(tree, n);
     let total: usize = sl.iter().sum();
     let graph = Graph::from_comm(comm, n, total.max(n));
-    let grouped = hierarchical_graph(tree, &graph, n, |_| Grouping::Agglomerate);
-    let leaf_of = crate::bisect::recursive_bisection(tree, &graph, &sl);
-    let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
+    let fresh = locality_graph(tree, &graph, n, &sl);
+    match cur {
+        Some(c)
+            if keep(
+                graph_cost(tree, &graph, c),
+                graph_cost(tree, &graph, &fresh),
+            ) =>
+        {
+            c.clone()
+        }
+        _ => fresh,
+    }
+}
+
+/// Whether a mapping of hop cost `cur` is kept against a new one of cost `new`.
+fn keep(cur: f64, new: f64) -> bool {
+    cur <= new * (1.0 + KEEP_WITHIN)
+}
+
+/// Hop cost of a placement on the sparse graph.
+fn graph_cost(tree: &Tree, graph: &Graph, p: &Placement) -> f64 {
     let idx = tree.leaf_index();
-    let cost = |p: &Placement| {
-        let lv: Vec<Option<usize>> = p
-            .iter()
-            .map(|&pu| idx.get(pu as usize).copied().flatten())
-            .collect();
-        graph.hop_cost(tree, &lv)
-    };
+    let lv: Vec<Option<usize>> = p
+        .iter()
+        .map(|&pu| idx.get(pu as usize).copied().flatten())
+        .collect();
+    graph.hop_cost(tree, &lv)
+}
+
+/// Whether `p` places `n` tasks on PUs of the tree with no PU above ⌈n/P⌉ tasks and no PU holding
+/// two while another is free.
+fn valid_placement(tree: &Tree, p: &Placement, n: usize) -> bool {
+    let idx = tree.leaf_index();
+    let pn = tree.pu_count();
+    if p.len() != n || pn == 0 {
+        return false;
+    }
+    let mut count = vec![0usize; pn];
+    for &pu in p {
+        match idx.get(pu as usize).copied().flatten() {
+            Some(l) => count[l] += 1,
+            None => return false,
+        }
+    }
+    let max = count.iter().copied().max().unwrap_or(0);
+    max <= n.div_ceil(pn) && (max <= 1 || count.iter().all(|&c| c > 0))
+}
+
+fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placement {
+    let grouped = hierarchical_graph(tree, graph, n, |_| Grouping::Agglomerate);
+    let leaf_of = crate::bisect::recursive_bisection(tree, graph, sl);
+    let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
+    let cost = |p: &Placement| graph_cost(tree, graph, p);
     let best = if cost(&split) < cost(&grouped) * (1.0 - 1e-12) {
         split
     } else {
         grouped
     };
-    no_worse_than_identity_graph(tree, &graph, best)
+    no_worse_than_identity_graph(tree, graph, best)
 }
 
 /// Balance (002 §2.3.3 Fig. 2.5: "maps the tasks that have the largest amount of communication to
