@@ -26,6 +26,8 @@ const PASSES: usize = 3;
 const STARTS: usize = 8;
 /// Graphs of at most twice this many vertices get only two evenly spaced starts.
 const SMALL: usize = 8;
+/// Graphs of at most this many vertices are split optimally by enumeration.
+const EXACT: usize = 10;
 
 /// A graph with vertex weights (task counts) in compressed rows.
 struct Sub {
@@ -160,6 +162,8 @@ fn bisect(graph: &Graph, tasks: Vec<u32>, ca: usize, loc: &mut [u32]) -> (Vec<u3
         (0..nv)
             .map(|i| if i == lone { 1 - others } else { others })
             .collect()
+    } else if nv <= EXACT {
+        exact(&sub, ca)
     } else {
         multilevel(sub, ca as i64)
     };
@@ -173,6 +177,41 @@ fn bisect(graph: &Graph, tasks: Vec<u32>, ca: usize, loc: &mut [u32]) -> (Vec<u3
         }
     }
     (a, b)
+}
+
+/// The optimal split of a small graph (unit weights): every subset of `ca` vertices, in Gosper
+/// order (ties: the first found).
+fn exact(g: &Sub, ca: usize) -> Vec<u8> {
+    let n = g.len();
+    let mut w = [[0.0f64; EXACT]; EXACT];
+    for (x, row) in w.iter_mut().enumerate().take(n) {
+        for (y, v) in g.row(x) {
+            row[y] += v;
+        }
+    }
+    let full: u32 = (1u32 << n) - 1;
+    let mut mask: u32 = (1u32 << ca) - 1;
+    let mut best = (f64::INFINITY, mask);
+    while mask <= full {
+        let mut cut = 0.0;
+        for (x, row) in w.iter().enumerate().take(n) {
+            if mask >> x & 1 == 1 {
+                for (y, &v) in row.iter().enumerate().take(n) {
+                    if mask >> y & 1 == 0 {
+                        cut += v;
+                    }
+                }
+            }
+        }
+        if cut < best.0 {
+            best = (cut, mask);
+        }
+        // Gosper's hack: the next larger mask with as many bits
+        let c = mask & mask.wrapping_neg();
+        let r = mask + c;
+        mask = (((r ^ mask) >> 2) / c) | r;
+    }
+    (0..n).map(|x| u8::from(best.1 >> x & 1 == 0)).collect()
 }
 
 /// Multilevel bisection of `sub` (unit vertex weights) into side 0 of weight exactly `ca` and
@@ -336,10 +375,11 @@ fn initial(g: &Sub, ca: i64, tol: i64) -> Vec<u8> {
         wa += vw;
     }
     consider(order);
-    consider(grow(g, peripheral(g), ca, tol));
+    let deg: Vec<f64> = (0..n).map(|x| g.row(x).map(|(_, w)| w).sum()).collect();
+    consider(grow(g, &deg, peripheral(g), ca, tol));
     let starts = if n > 2 * SMALL { STARTS } else { 2 }.min(n);
     for s in 0..starts {
-        consider(grow(g, s * n / starts, ca, tol));
+        consider(grow(g, &deg, s * n / starts, ca, tol));
     }
     let mut side = best.map(|(_, s)| s).unwrap_or_default();
     refine(g, &mut side, ca, tol, PASSES);
@@ -375,10 +415,9 @@ fn peripheral(g: &Sub) -> usize {
 
 /// Greedy graph growing: side 0 starts as `seed` and takes the vertex that gains most (weight to
 /// side 0 minus weight to side 1) until it weighs about `ca`.
-fn grow(g: &Sub, seed: usize, ca: i64, tol: i64) -> Vec<u8> {
+fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64) -> Vec<u8> {
     let n = g.len();
     let mut side = vec![1u8; n];
-    let deg: Vec<f64> = (0..n).map(|x| g.row(x).map(|(_, w)| w).sum()).collect();
     let mut gain: Vec<f64> = deg.iter().map(|d| -d).collect();
     let mut stamp = vec![0u32; n];
     let mut heap: BinaryHeap<Cand> = BinaryHeap::new();
@@ -438,9 +477,12 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize) {
     let mut stamp = vec![0u32; n];
     let mut locked = vec![false; n];
     let mut moves: Vec<usize> = Vec::new();
+    let mut heaps: [BinaryHeap<Cand>; 2] =
+        [BinaryHeap::with_capacity(n), BinaryHeap::with_capacity(n)];
     for _ in 0..passes {
         let mut wa: i64 = (0..n).filter(|&x| side[x] == 0).map(|x| g.vw[x]).sum();
-        let mut heaps: [BinaryHeap<Cand>; 2] = [BinaryHeap::new(), BinaryHeap::new()];
+        heaps[0].clear();
+        heaps[1].clear();
         let balanced = |wa: i64| (wa - ca).abs() <= tol;
         let start_ok = balanced(wa);
         // Candidates: boundary vertices (an edge to the other side), and every vertex of the
