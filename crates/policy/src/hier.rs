@@ -646,9 +646,17 @@ fn no_worse_than_identity_graph(tree: &Tree, graph: &Graph, candidate: Placement
 /// `n_v` counts the tasks under a vertex, so every placement with the same tasks per PU costs the
 /// same; with `n ≥ P` every algorithm here gives each PU its [`slots`], and compact gives them to the
 /// same PUs (the first `n mod P` in tree order get one more), which also keeps the extra tasks in as
-/// few subtrees as possible.
+/// few subtrees as possible. With `n < P` on a tree whose vertices of each level are all of one
+/// size, compact fills whole subtrees in order, which maximises `Σ_v C(n_v,2)` at every level at
+/// once, so it is optimal too; other trees with `n < P` take the normal path.
 fn uniform_shortcut(tree: &Tree, comm: &CommMatrix, n: usize) -> Option<Placement> {
-    (n >= tree.pu_count() && comm.len() == n && comm.uniform_value().is_some())
+    let symmetric = || {
+        (0..tree.levels()).all(|l| {
+            let size = tree.range(l, 0).len();
+            (0..tree.width(l)).all(|v| tree.range(l, v).len() == size)
+        })
+    };
+    (comm.len() == n && (n >= tree.pu_count() || symmetric()) && comm.uniform_value().is_some())
         .then(|| baselines::compact(tree, n))
 }
 
