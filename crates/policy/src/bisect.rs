@@ -7,10 +7,11 @@
 //! tasks of a vertex are split among its children, two halves of the children at a time, with part
 //! sizes exactly the task slots below each half, and every split minimises the weight it cuts. A
 //! split is a multilevel bisection (Karypis & Kumar's scheme, written here from its description):
-//! heavy-edge matching coarsens the graph, several greedy graph-growing starts (plus the tasks'
-//! given order) partition the coarsest graph, and Fiduccia–Mattheyses passes with the balance
-//! constraint refine it at every level on the way back. Deterministic: no randomness, ties go to
-//! the lower index.
+//! heavy-edge matching coarsens the graph, several greedy graph-growing starts (from a
+//! pseudo-peripheral vertex and evenly spaced seeds, plus the tasks' given order) partition the
+//! coarsest graph, and Fiduccia–Mattheyses passes with the balance constraint refine it at every
+//! level on the way back; splits of at most [`EXACT`] tasks are enumerated. Deterministic: no
+//! randomness, ties go to the lower index.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -22,7 +23,8 @@ use crate::tree::Tree;
 const COARSE: usize = 48;
 /// FM passes per level at most.
 const PASSES: usize = 3;
-/// Graph-growing starts on the coarsest graph (plus the order start).
+/// Graph-growing starts from evenly spaced seeds on the coarsest graph (plus the order and the
+/// pseudo-peripheral starts).
 const STARTS: usize = 8;
 /// Graphs of at most twice this many vertices get only two evenly spaced starts.
 const SMALL: usize = 8;
