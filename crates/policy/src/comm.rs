@@ -72,6 +72,29 @@ impl CommMatrix {
         self.data[i * self.n + j]
     }
 
+    /// Row `i`: what task `i` sent to every task.
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.data[i * self.n..(i + 1) * self.n]
+    }
+
+    /// The common value of every off-diagonal cell when they are all equal (a uniform all-to-all
+    /// matrix, or an all-zero one); `None` otherwise. Stops at the first cell that differs, so a
+    /// non-uniform matrix usually costs a few cells, a uniform one a single scan.
+    pub fn uniform_value(&self) -> Option<f64> {
+        let n = self.n;
+        if n < 2 {
+            return None;
+        }
+        let v = self.get(0, 1);
+        for i in 0..n {
+            let row = self.row(i);
+            if row[..i].iter().any(|&x| x != v) || row[i + 1..].iter().any(|&x| x != v) {
+                return None;
+            }
+        }
+        Some(v)
+    }
+
     /// Sets the communication between `i` and `j` (one direction).
     pub fn set(&mut self, i: usize, j: usize, v: f64) {
         self.data[i * self.n + j] = v;

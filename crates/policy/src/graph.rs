@@ -19,30 +19,33 @@ impl Graph {
     /// (dummy tasks). One row-order scan of the matrix, then a transpose to add `c[j][i]`.
     pub(crate) fn from_comm(comm: &CommMatrix, n: usize, total: usize) -> Graph {
         let cn = comm.len().min(n);
-        // Rows of c (non-zero, off-diagonal), in column order.
-        // Count first, so that the arrays are allocated once (dense matrices have n² entries).
-        let nnz = (0..cn)
-            .map(|i| (0..cn).filter(|&j| comm.get(i, j) != 0.0 && i != j).count())
-            .sum();
-        let mut off = Vec::with_capacity(total + 1);
-        let mut adj: Vec<u32> = Vec::with_capacity(nnz);
-        let mut w: Vec<f64> = Vec::with_capacity(nnz);
+        // Rows of c (non-zero, off-diagonal), in column order: one scan of the n² cells, which
+        // also counts the entries of each column for the transpose.
+        let mut off = Vec::with_capacity(cn + 1);
+        let mut adj: Vec<u32> = Vec::new();
+        let mut w: Vec<f64> = Vec::new();
+        let mut toff = vec![0usize; cn + 1];
         off.push(0);
+        const CHUNK: usize = 16;
         for i in 0..cn {
-            for j in 0..cn {
-                let v = comm.get(i, j);
-                if v != 0.0 && i != j {
-                    adj.push(j as u32);
-                    w.push(v);
+            let row = &comm.row(i)[..cn];
+            for (k, chunk) in row.chunks(CHUNK).enumerate() {
+                // Sparse rows: skip all-zero chunks with one vectorisable test.
+                if chunk.iter().fold(0.0f64, |a, &v| a.max(v)) == 0.0 {
+                    continue;
+                }
+                for (jj, &v) in chunk.iter().enumerate() {
+                    let j = k * CHUNK + jj;
+                    if v != 0.0 && i != j {
+                        adj.push(j as u32);
+                        w.push(v);
+                        toff[j + 1] += 1;
+                    }
                 }
             }
             off.push(adj.len());
         }
         // Transpose (counting sort by column): rows of cᵀ, also in column order.
-        let mut toff = vec![0usize; cn + 1];
-        for &j in &adj {
-            toff[j as usize + 1] += 1;
-        }
         for i in 0..cn {
             toff[i + 1] += toff[i];
         }

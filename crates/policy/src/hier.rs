@@ -5,6 +5,8 @@
 //! group per tree vertex, level by level (PUs, cores, caches, packages/nodes, machine), the
 //! communication between groups being the sum over their members; the finished group tree is then
 //! laid onto the hardware tree top-down. They differ in how one level's groups are formed.
+//! Locality also computes the top-down recursive bisection of `bisect.rs` and keeps the
+//! cheaper of the two.
 //!
 //! Counts: with `n ≤ P` tasks the `P - n` missing ones are dummies without communication, which the
 //! grouping places after every real task (so partly used machines are packed by communication, and no
@@ -640,6 +642,26 @@ fn no_worse_than_identity_graph(tree: &Tree, graph: &Graph, candidate: Placement
     best
 }
 
+/// A uniform matrix (every off-diagonal cell equal, [`CommMatrix::uniform_value`]) with at least as
+/// many tasks as PUs: the compact mapping, without building the graph. Proof that nothing is lost:
+/// with the tree distance, the hop cost is `w · Σ_levels (C(n,2) − Σ_vertices C(n_v,2))` where
+/// `n_v` counts the tasks under a vertex, so every placement with the same tasks per PU costs the
+/// same; with `n ≥ P` every algorithm here gives each PU its [`slots`], and compact gives them to the
+/// same PUs (the first `n mod P` in tree order get one more), which also keeps the extra tasks in as
+/// few subtrees as possible. With `n < P` on a tree whose vertices of each level are all of one
+/// size, compact fills whole subtrees in order, which maximises `Σ_v C(n_v,2)` at every level at
+/// once, so it is optimal too; other trees with `n < P` take the normal path.
+fn uniform_shortcut(tree: &Tree, comm: &CommMatrix, n: usize) -> Option<Placement> {
+    let symmetric = || {
+        (0..tree.levels()).all(|l| {
+            let size = tree.range(l, 0).len();
+            (0..tree.width(l)).all(|v| tree.range(l, v).len() == size)
+        })
+    };
+    (comm.len() == n && (n >= tree.pu_count() || symmetric()) && comm.uniform_value().is_some())
+        .then(|| baselines::compact(tree, n))
+}
+
 /// The communication-aware mappings' common path: the sparse graph once, the hierarchical
 /// mapping, the identity safeguard.
 fn checked(
@@ -648,6 +670,9 @@ fn checked(
     n: usize,
     grouping: impl Fn(usize) -> Grouping,
 ) -> Placement {
+    if let Some(p) = uniform_shortcut(tree, comm, n) {
+        return p;
+    }
     let total: usize = slots(tree, n).iter().sum();
     let graph = Graph::from_comm(comm, n, total.max(n));
     let p = hierarchical_graph(tree, &graph, n, grouping);
@@ -665,8 +690,105 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// Locality (002 §2.3.3 Fig. 2.5, computed as with TreeMatch: tasks that communicate most share the
 /// deepest possible subtree, minimising the tree hop cost), with the TreeMatch-style grouping at
 /// every level; never worse than the identity. Counts: see the module documentation.
+///
+/// Two candidates are computed and the cheaper one (by the same hop cost) kept: the bottom-up
+/// TreeMatch-style grouping, and the top-down dual recursive bipartitioning of `bisect.rs`,
+/// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
+/// Ties keep the grouping's result.
 pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
-    checked(tree, comm, n, |_| Grouping::Agglomerate)
+    locality_from(tree, comm, n, None)
+}
+
+/// A mapping is kept when the new one would lower the hop cost by less than this share (issue 6:
+/// stability under matrix noise; a 5 % noise moves the heuristic optimum by about 1 %).
+pub const KEEP_WITHIN: f64 = 0.01;
+
+/// [`locality`] for a program that already runs with `current`: when `current` is a valid
+/// placement of the `n` tasks (PUs of the tree, no PU above ⌈n/P⌉ tasks, none doubled while another
+/// is free) whose hop cost is within [`KEEP_WITHIN`] of the new mapping's, `current` is returned, so
+/// a noisy re-measurement of the same program does not move its threads for nothing.
+pub fn locality_from(
+    tree: &Tree,
+    comm: &CommMatrix,
+    n: usize,
+    current: Option<&Placement>,
+) -> Placement {
+    let cur = current.filter(|c| valid_placement(tree, c, n));
+    if let Some(p) = uniform_shortcut(tree, comm, n) {
+        return match cur {
+            Some(c)
+                if keep(
+                    crate::quality::hop_cost(tree, comm, c),
+                    crate::quality::hop_cost(tree, comm, &p),
+                ) =>
+            {
+                c.clone()
+            }
+            _ => p,
+        };
+    }
+    let sl = slots(tree, n);
+    let total: usize = sl.iter().sum();
+    let graph = Graph::from_comm(comm, n, total.max(n));
+    let fresh = locality_graph(tree, &graph, n, &sl);
+    match cur {
+        Some(c)
+            if keep(
+                graph_cost(tree, &graph, c),
+                graph_cost(tree, &graph, &fresh),
+            ) =>
+        {
+            c.clone()
+        }
+        _ => fresh,
+    }
+}
+
+/// Whether a mapping of hop cost `cur` is kept against a new one of cost `new`.
+fn keep(cur: f64, new: f64) -> bool {
+    cur <= new * (1.0 + KEEP_WITHIN)
+}
+
+/// Hop cost of a placement on the sparse graph.
+fn graph_cost(tree: &Tree, graph: &Graph, p: &Placement) -> f64 {
+    let idx = tree.leaf_index();
+    let lv: Vec<Option<usize>> = p
+        .iter()
+        .map(|&pu| idx.get(pu as usize).copied().flatten())
+        .collect();
+    graph.hop_cost(tree, &lv)
+}
+
+/// Whether `p` places `n` tasks on PUs of the tree with no PU above ⌈n/P⌉ tasks and no PU holding
+/// two while another is free.
+fn valid_placement(tree: &Tree, p: &Placement, n: usize) -> bool {
+    let idx = tree.leaf_index();
+    let pn = tree.pu_count();
+    if p.len() != n || pn == 0 {
+        return false;
+    }
+    let mut count = vec![0usize; pn];
+    for &pu in p {
+        match idx.get(pu as usize).copied().flatten() {
+            Some(l) => count[l] += 1,
+            None => return false,
+        }
+    }
+    let max = count.iter().copied().max().unwrap_or(0);
+    max <= n.div_ceil(pn) && (max <= 1 || count.iter().all(|&c| c > 0))
+}
+
+fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placement {
+    let grouped = hierarchical_graph(tree, graph, n, |_| Grouping::Agglomerate);
+    let leaf_of = crate::bisect::recursive_bisection(tree, graph, sl);
+    let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
+    let cost = |p: &Placement| graph_cost(tree, graph, p);
+    let best = if cost(&split) < cost(&grouped) * (1.0 - 1e-12) {
+        split
+    } else {
+        grouped
+    };
+    no_worse_than_identity_graph(tree, graph, best)
 }
 
 /// Balance (002 §2.3.3 Fig. 2.5: "maps the tasks that have the largest amount of communication to

@@ -2,6 +2,7 @@
 //! matrix, per-task metrics) to where tasks should run, and the figures that judge a placement.
 
 pub mod baselines;
+mod bisect;
 pub mod comm;
 pub mod deloc;
 pub mod export;
@@ -57,7 +58,7 @@ pub enum Algorithm {
     Random,
     /// [`hier::eagermap`].
     Eagermap,
-    /// [`hier::locality`].
+    /// [`hier::locality`] ([`hier::locality_from`] when the current placement is given).
     Locality,
     /// [`hier::balance`].
     Balance,
@@ -215,7 +216,9 @@ pub fn map(algo: Algorithm, input: &MapInput) -> Result<Placement, PolicyError> 
         Algorithm::Packed => baselines::packed(&tree, n),
         Algorithm::Random => baselines::random(&tree, n, input.seed),
         Algorithm::Eagermap => hier::eagermap(&tree, need_comm(algo, input)?, n),
-        Algorithm::Locality => hier::locality(&tree, need_comm(algo, input)?, n),
+        Algorithm::Locality => {
+            hier::locality_from(&tree, need_comm(algo, input)?, n, input.current)
+        }
         Algorithm::Balance => hier::balance(&tree, need_comm(algo, input)?, n),
         Algorithm::Deloc => deloc::delocmap(&tree, need_comm(algo, input)?, input.groups, n),
         Algorithm::Ondeloc => deloc::ondelocmap(&tree, need_comm(algo, input)?, input.current, n),

@@ -97,6 +97,8 @@ impl Tree {
             all.iter().map(|p| [p].into_iter().collect()).collect(),
         ));
 
+        // Dense tables indexed by cpu id: 0..=largest id.
+        let span = all.iter().max().map_or(0, |m| m as usize + 1);
         // Keep the nested chain, coarse to fine.
         let mut kept: Vec<(LevelKind, Vec<CpuSet>)> = vec![(LevelKind::Machine, vec![all.clone()])];
         for (kind, mut sets) in cands {
@@ -112,16 +114,19 @@ impl Tree {
                 continue;
             };
             // Nested: all PUs of each set lie in one set of the previous level (O(P) with a
-            // PU -> previous set index, instead of subset tests of every pair of sets).
-            let mut in_prev: std::collections::HashMap<u32, usize> =
-                std::collections::HashMap::with_capacity(all.len());
+            // dense PU -> previous set index, instead of subset tests of every pair of sets).
+            let mut in_prev = vec![usize::MAX; span];
             for (i, p) in prev.iter().enumerate() {
-                in_prev.extend(p.iter().map(|pu| (pu, i)));
+                for pu in p.iter() {
+                    in_prev[pu as usize] = i;
+                }
             }
             let nested = sets.iter().all(|s| {
-                let mut it = s.iter().map(|pu| in_prev.get(&pu));
-                let first = it.next().flatten();
-                first.is_some() && it.all(|x| x == first)
+                let mut it = s
+                    .iter()
+                    .map(|pu| in_prev.get(pu as usize).copied().unwrap_or(usize::MAX));
+                let first = it.next().unwrap_or(usize::MAX);
+                first != usize::MAX && it.all(|x| x == first)
             });
             if !nested || (sets.len() <= prev.len() && kind != LevelKind::Pu) {
                 continue;
@@ -142,21 +147,19 @@ impl Tree {
             return Tree::empty();
         };
         let mut pus: Vec<u32> = leaves.iter().filter_map(|s| s.first()).collect();
-        let index: Vec<std::collections::HashMap<u32, usize>> = kept
-            .iter()
-            .map(|(_, sets)| {
-                sets.iter()
-                    .enumerate()
-                    .flat_map(|(i, s)| s.iter().map(move |p| (p, i)))
-                    .collect()
-            })
-            .collect();
-        let index_at = |lvl: usize, pu: u32| -> usize { index[lvl].get(&pu).copied().unwrap_or(0) };
-        let keys: std::collections::HashMap<u32, Vec<usize>> = pus
-            .iter()
-            .map(|&p| (p, (0..depth).map(|l| index_at(l, p)).collect()))
-            .collect();
-        pus.sort_by(|a, b| keys[a].cmp(&keys[b]));
+        let span = pus.iter().max().map_or(0, |&m| m as usize + 1);
+        // keys[pu]: the index of the PU's set at every level (dense by cpu id)
+        let mut keys: Vec<Vec<usize>> = vec![vec![0; depth]; span];
+        for (lvl, (_, sets)) in kept.iter().enumerate() {
+            for (i, s) in sets.iter().enumerate() {
+                for p in s.iter() {
+                    if let Some(k) = keys.get_mut(p as usize) {
+                        k[lvl] = i;
+                    }
+                }
+            }
+        }
+        pus.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
         let mut starts = Vec::with_capacity(depth);
         let mut group_of = Vec::with_capacity(depth);
         #[allow(clippy::needless_range_loop)]
@@ -165,7 +168,7 @@ impl Tree {
             let mut go = Vec::with_capacity(pus.len());
             let mut last: Option<usize> = None;
             for (leaf, p) in pus.iter().enumerate() {
-                let k = keys[p][lvl];
+                let k = keys[*p as usize][lvl];
                 if last != Some(k) {
                     st.push(leaf);
                     last = Some(k);

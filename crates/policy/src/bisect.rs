@@ -1,0 +1,618 @@
+//! Dual recursive bipartitioning of the communication graph along the hardware tree: the second
+//! candidate of the Locality mapping, which keeps long runs of communicating tasks together.
+//!
+//! The tree hop cost (issue 6 item 2, 003 §2.2.5: the hierarchy as a tree) is the sum, over the
+//! tree levels, of the weight cut between the vertices of that level. The tree is therefore split
+//! top-down, as Scotch's static mapper does (Pellegrini, "dual recursive bipartitioning"): the
+//! tasks of a vertex are split among its children, two halves of the children at a time, with part
+//! sizes exactly the task slots below each half, and every split minimises the weight it cuts. A
+//! split is a multilevel bisection (Karypis & Kumar's scheme, written here from its description):
+//! heavy-edge matching coarsens the graph, several greedy graph-growing starts (from a
+//! pseudo-peripheral vertex and evenly spaced seeds, plus the tasks' given order) partition the
+//! coarsest graph, and Fiduccia–Mattheyses passes with the balance constraint refine it at every
+//! level on the way back; splits of at most [`EXACT`] tasks are enumerated. Deterministic: no
+//! randomness, ties go to the lower index.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::graph::Graph;
+use crate::tree::Tree;
+
+/// Coarsening stops at this many vertices.
+const COARSE: usize = 48;
+/// FM passes per level at most.
+const PASSES: usize = 3;
+/// Graph-growing starts from evenly spaced seeds on the coarsest graph (plus the order and the
+/// pseudo-peripheral starts).
+const STARTS: usize = 8;
+/// Graphs of at most twice this many vertices get only two evenly spaced starts.
+const SMALL: usize = 8;
+/// Graphs of at most this many vertices are split optimally by enumeration.
+const EXACT: usize = 10;
+
+/// A graph with vertex weights (task counts) in compressed rows.
+struct Sub {
+    off: Vec<usize>,
+    adj: Vec<u32>,
+    w: Vec<f64>,
+    vw: Vec<i64>,
+}
+
+impl Sub {
+    fn len(&self) -> usize {
+        self.vw.len()
+    }
+
+    fn row(&self, x: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let r = self.off[x]..self.off[x + 1];
+        self.adj[r.clone()]
+            .iter()
+            .zip(&self.w[r])
+            .map(|(&y, &w)| (y as usize, w))
+    }
+
+    fn max_vw(&self) -> i64 {
+        self.vw.iter().copied().max().unwrap_or(1)
+    }
+
+    /// Weight of the edges between the two sides.
+    fn cut(&self, side: &[u8]) -> f64 {
+        let mut c = 0.0;
+        for x in 0..self.len() {
+            for (y, w) in self.row(x) {
+                if y > x && side[x] != side[y] {
+                    c += w;
+                }
+            }
+        }
+        c
+    }
+}
+
+/// The leaf of every vertex of `graph` (tasks, then dummies) with `slots[leaf]` tasks per leaf
+/// (`graph.len()` must be the sum of `slots`).
+pub(crate) fn recursive_bisection(tree: &Tree, graph: &Graph, slots: &[usize]) -> Vec<usize> {
+    let total = graph.len();
+    let mut prefix = vec![0usize; slots.len() + 1];
+    for (i, &s) in slots.iter().enumerate() {
+        prefix[i + 1] = prefix[i] + s;
+    }
+    let mut leaf_of = vec![0usize; total];
+    if tree.pu_count() == 0 || prefix[slots.len()] != total {
+        return leaf_of;
+    }
+    let mut loc = vec![u32::MAX; total];
+    // (tree level, first and end sibling vertex at that level, tasks)
+    let mut stack: Vec<(usize, usize, usize, Vec<u32>)> =
+        vec![(0, 0, 1, (0..total as u32).collect())];
+    while let Some((l, lo, hi, tasks)) = stack.pop() {
+        if hi - lo == 1 {
+            if l == tree.depth() {
+                let leaf = tree.range(l, lo).start;
+                for t in tasks {
+                    leaf_of[t as usize] = leaf;
+                }
+            } else {
+                let ch = tree.children(l, lo);
+                stack.push((l + 1, ch.start, ch.end, tasks));
+            }
+            continue;
+        }
+        let cap =
+            |a: usize, b: usize| prefix[tree.range(l, b - 1).end] - prefix[tree.range(l, a).start];
+        let whole = cap(lo, hi);
+        let mid = (lo + 1..hi)
+            .min_by_key(|&m| ((cap(lo, m) * 2).abs_diff(whole), m))
+            .unwrap_or(lo + 1);
+        let (a, b) = bisect(graph, tasks, cap(lo, mid), &mut loc);
+        stack.push((l, mid, hi, b));
+        stack.push((l, lo, mid, a));
+    }
+    leaf_of
+}
+
+/// Splits `tasks` into a part of exactly `ca` tasks and the rest, cutting little weight; both parts
+/// keep the order of `tasks`. `loc` is scratch (all `u32::MAX` on entry and on return).
+fn bisect(graph: &Graph, tasks: Vec<u32>, ca: usize, loc: &mut [u32]) -> (Vec<u32>, Vec<u32>) {
+    let nv = tasks.len();
+    if ca == 0 || ca >= nv {
+        return if ca == 0 {
+            (Vec::new(), tasks)
+        } else {
+            (tasks, Vec::new())
+        };
+    }
+    for (i, &t) in tasks.iter().enumerate() {
+        loc[t as usize] = i as u32;
+    }
+    let mut sub = Sub {
+        off: Vec::with_capacity(nv + 1),
+        adj: Vec::new(),
+        w: Vec::new(),
+        vw: vec![1; nv],
+    };
+    sub.off.push(0);
+    for &t in &tasks {
+        for (y, w) in graph.row(t as usize) {
+            let ly = loc[y];
+            if ly != u32::MAX && w > 0.0 {
+                sub.adj.push(ly);
+                sub.w.push(w);
+            }
+        }
+        sub.off.push(sub.adj.len());
+    }
+    for &t in &tasks {
+        loc[t as usize] = u32::MAX;
+    }
+    let side: Vec<u8> = if sub.adj.is_empty() {
+        (0..nv).map(|i| u8::from(i >= ca)).collect()
+    } else if ca == 1 || ca + 1 == nv {
+        // One task alone: the one of least weight (ties: the lowest index) is the optimum.
+        let deg = |x: usize| sub.row(x).map(|(_, w)| w).sum::<f64>();
+        let mut lone = 0;
+        let mut lw = deg(0);
+        for x in 1..nv {
+            let d = deg(x);
+            if d < lw {
+                lone = x;
+                lw = d;
+            }
+        }
+        let others = u8::from(ca == 1);
+        (0..nv)
+            .map(|i| if i == lone { 1 - others } else { others })
+            .collect()
+    } else if nv <= EXACT {
+        exact(&sub, ca)
+    } else {
+        multilevel(sub, ca as i64)
+    };
+    let mut a = Vec::with_capacity(ca);
+    let mut b = Vec::with_capacity(nv - ca);
+    for (i, t) in tasks.into_iter().enumerate() {
+        if side[i] == 0 {
+            a.push(t);
+        } else {
+            b.push(t);
+        }
+    }
+    (a, b)
+}
+
+/// The optimal split of a small graph (unit weights): every subset of `ca` vertices, in Gosper
+/// order (ties: the first found).
+fn exact(g: &Sub, ca: usize) -> Vec<u8> {
+    let n = g.len();
+    let mut w = [[0.0f64; EXACT]; EXACT];
+    for (x, row) in w.iter_mut().enumerate().take(n) {
+        for (y, v) in g.row(x) {
+            row[y] += v;
+        }
+    }
+    let full: u32 = (1u32 << n) - 1;
+    let mut mask: u32 = (1u32 << ca) - 1;
+    let mut best = (f64::INFINITY, mask);
+    while mask <= full {
+        let mut cut = 0.0;
+        for (x, row) in w.iter().enumerate().take(n) {
+            if mask >> x & 1 == 1 {
+                for (y, &v) in row.iter().enumerate().take(n) {
+                    if mask >> y & 1 == 0 {
+                        cut += v;
+                    }
+                }
+            }
+        }
+        if cut < best.0 {
+            best = (cut, mask);
+        }
+        // Gosper's hack: the next larger mask with as many bits
+        let c = mask & mask.wrapping_neg();
+        let r = mask + c;
+        mask = (((r ^ mask) >> 2) / c) | r;
+    }
+    (0..n).map(|x| u8::from(best.1 >> x & 1 == 0)).collect()
+}
+
+/// Multilevel bisection of `sub` (unit vertex weights) into side 0 of weight exactly `ca` and
+/// side 1.
+fn multilevel(sub: Sub, ca: i64) -> Vec<u8> {
+    let nv = sub.len() as i64;
+    let small = ca.min(nv - ca);
+    let maxw = (small / 3).min((3 * nv) / (2 * COARSE as i64)).max(1);
+    let mut graphs = vec![sub];
+    let mut maps: Vec<Vec<u32>> = Vec::new();
+    while let Some(g) = graphs.last() {
+        if g.len() <= COARSE || maxw <= 1 {
+            break;
+        }
+        let (map, cn) = matching(g, maxw);
+        if cn * 10 > g.len() * 9 {
+            break;
+        }
+        let c = contract(g, &map, cn);
+        maps.push(map);
+        graphs.push(c);
+    }
+    let coarsest = graphs.len() - 1;
+    let g = &graphs[coarsest];
+    let tol = if coarsest == 0 { 0 } else { g.max_vw() - 1 };
+    let mut side = initial(g, ca, tol);
+    for k in (0..coarsest).rev() {
+        let map = &maps[k];
+        side = map.iter().map(|&c| side[c as usize]).collect();
+        let g = &graphs[k];
+        let tol = if k == 0 { 0 } else { g.max_vw() - 1 };
+        refine(g, &mut side, ca, tol, PASSES);
+    }
+    force_balance(&graphs[0], &mut side, ca);
+    side
+}
+
+/// Weights compared by the matching: classes 25 % wide (log scale), so that a few per cent of
+/// measurement noise rarely changes which edge is heaviest (stability, issue 6).
+fn weight_class(w: f64) -> i32 {
+    (w.max(f64::MIN_POSITIVE).ln() / 1.25f64.ln()).floor() as i32
+}
+
+/// Heavy-edge matching in index order: each unmatched vertex pairs with its unmatched neighbour of
+/// heaviest edge class ([`weight_class`]; ties: lower index) if their weights together stay within `maxw`. Returns the
+/// coarse vertex of every vertex (numbered in order of first member) and the coarse count.
+fn matching(g: &Sub, maxw: i64) -> (Vec<u32>, usize) {
+    let n = g.len();
+    let mut map = vec![u32::MAX; n];
+    let mut cn = 0u32;
+    for x in 0..n {
+        if map[x] != u32::MAX {
+            continue;
+        }
+        let mut best: Option<(i32, usize)> = None;
+        for (y, w) in g.row(x) {
+            if y != x && map[y] == u32::MAX && g.vw[x] + g.vw[y] <= maxw {
+                let b = weight_class(w);
+                // rows are sorted: on equal classes the lower index (met first) stays
+                if best.is_none_or(|(bb, _)| b > bb) {
+                    best = Some((b, y));
+                }
+            }
+        }
+        map[x] = cn;
+        if let Some((_, y)) = best {
+            map[y] = cn;
+        }
+        cn += 1;
+    }
+    (map, cn as usize)
+}
+
+/// The coarse graph of a matching: weights summed, edges inside a coarse vertex dropped.
+fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); cn];
+    for (x, &c) in map.iter().enumerate() {
+        members[c as usize].push(x);
+    }
+    let mut acc = vec![0.0; cn];
+    let mut touched: Vec<usize> = Vec::new();
+    let mut out = Sub {
+        off: Vec::with_capacity(cn + 1),
+        adj: Vec::new(),
+        w: Vec::new(),
+        vw: vec![0; cn],
+    };
+    out.off.push(0);
+    for (c, m) in members.iter().enumerate() {
+        for &x in m {
+            out.vw[c] += g.vw[x];
+            for (y, w) in g.row(x) {
+                let h = map[y] as usize;
+                if h != c {
+                    if acc[h] == 0.0 {
+                        touched.push(h);
+                    }
+                    acc[h] += w;
+                }
+            }
+        }
+        touched.sort_unstable();
+        for &h in &touched {
+            out.adj.push(h as u32);
+            out.w.push(acc[h]);
+            acc[h] = 0.0;
+        }
+        touched.clear();
+        out.off.push(out.adj.len());
+    }
+    out
+}
+
+/// A heap entry: a vertex and its gain when it was pushed (stale when the stamp changed).
+struct Cand {
+    gain: f64,
+    v: u32,
+    stamp: u32,
+}
+
+impl PartialEq for Cand {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Cand {}
+impl PartialOrd for Cand {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Cand {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.gain
+            .total_cmp(&o.gain)
+            .then(o.v.cmp(&self.v))
+            .then(self.stamp.cmp(&o.stamp))
+    }
+}
+
+/// The coarsest graph's partition: the best (after refinement) of the order start (the first
+/// vertices up to `ca`), greedy graph growing from a pseudo-peripheral vertex (an end of a chain, a
+/// corner of a stencil), and [`STARTS`] more starts from evenly spaced seeds (two on small graphs).
+fn initial(g: &Sub, ca: i64, tol: i64) -> Vec<u8> {
+    let n = g.len();
+    let mut best: Option<(f64, Vec<u8>)> = None;
+    let mut consider = |mut side: Vec<u8>| {
+        refine(g, &mut side, ca, tol, 1);
+        let c = g.cut(&side);
+        if best.as_ref().is_none_or(|(bc, _)| c < *bc) {
+            best = Some((c, side));
+        }
+    };
+    let mut order = vec![1u8; n];
+    let mut wa = 0;
+    for (o, &vw) in order.iter_mut().zip(&g.vw) {
+        if wa + vw > ca + tol && wa >= ca - tol {
+            break;
+        }
+        *o = 0;
+        wa += vw;
+    }
+    consider(order);
+    let deg: Vec<f64> = (0..n).map(|x| g.row(x).map(|(_, w)| w).sum()).collect();
+    consider(grow(g, &deg, peripheral(g), ca, tol));
+    let starts = if n > 2 * SMALL { STARTS } else { 2 }.min(n);
+    for s in 0..starts {
+        consider(grow(g, &deg, s * n / starts, ca, tol));
+    }
+    let mut side = best.map(|(_, s)| s).unwrap_or_default();
+    refine(g, &mut side, ca, tol, PASSES);
+    side
+}
+
+/// A pseudo-peripheral vertex: the last one reached by a breadth-first search from the last one
+/// reached by a breadth-first search from vertex 0 (ties: lower index).
+fn peripheral(g: &Sub) -> usize {
+    let n = g.len();
+    let mut seen = vec![u32::MAX; n];
+    let mut queue: Vec<usize> = Vec::with_capacity(n);
+    let mut far = 0;
+    for round in 0..2u32 {
+        queue.clear();
+        queue.push(far);
+        seen[far] = round;
+        let mut head = 0;
+        while head < queue.len() {
+            let x = queue[head];
+            head += 1;
+            for (y, _) in g.row(x) {
+                if seen[y] != round {
+                    seen[y] = round;
+                    queue.push(y);
+                }
+            }
+        }
+        far = queue.last().copied().unwrap_or(0);
+    }
+    far
+}
+
+/// Greedy graph growing: side 0 starts as `seed` and takes the vertex that gains most (weight to
+/// side 0 minus weight to side 1) until it weighs about `ca`.
+fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64) -> Vec<u8> {
+    let n = g.len();
+    let mut side = vec![1u8; n];
+    let mut gain: Vec<f64> = deg.iter().map(|d| -d).collect();
+    let mut stamp = vec![0u32; n];
+    let mut heap: BinaryHeap<Cand> = BinaryHeap::new();
+    heap.push(Cand {
+        gain: f64::INFINITY,
+        v: seed as u32,
+        stamp: 0,
+    });
+    let mut wa = 0;
+    let mut next_free = 0usize;
+    while wa < ca {
+        let x = loop {
+            match heap.pop() {
+                Some(c) if side[c.v as usize] == 1 && stamp[c.v as usize] == c.stamp => {
+                    break Some(c.v as usize)
+                }
+                Some(_) => continue,
+                None => {
+                    // disconnected: the next free vertex in order
+                    while next_free < n && side[next_free] == 0 {
+                        next_free += 1;
+                    }
+                    break (next_free < n).then_some(next_free);
+                }
+            }
+        };
+        let Some(x) = x else { break };
+        if wa + g.vw[x] > ca + tol {
+            continue;
+        }
+        side[x] = 0;
+        wa += g.vw[x];
+        for (y, w) in g.row(x) {
+            if side[y] == 1 {
+                gain[y] += 2.0 * w;
+                stamp[y] += 1;
+                heap.push(Cand {
+                    gain: gain[y],
+                    v: y as u32,
+                    stamp: stamp[y],
+                });
+            }
+        }
+    }
+    side
+}
+
+/// Fiduccia–Mattheyses passes: single-vertex moves, best first (ties: lower index), each vertex
+/// once per pass, keeping side 0 within `ca ± (tol + heaviest vertex)` during the pass; the pass is
+/// rolled back to its best prefix whose side 0 weighs `ca ± tol` (a start out of balance counts as
+/// worse than any balanced state, so a pass also restores balance).
+fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize) {
+    let n = g.len();
+    let slack = tol + g.max_vw();
+    let limit = 16 + n / 64;
+    let mut gain = vec![0.0; n];
+    let mut stamp = vec![0u32; n];
+    let mut locked = vec![false; n];
+    let mut moves: Vec<usize> = Vec::new();
+    let mut heaps: [BinaryHeap<Cand>; 2] =
+        [BinaryHeap::with_capacity(n), BinaryHeap::with_capacity(n)];
+    for _ in 0..passes {
+        let mut wa: i64 = (0..n).filter(|&x| side[x] == 0).map(|x| g.vw[x]).sum();
+        heaps[0].clear();
+        heaps[1].clear();
+        let balanced = |wa: i64| (wa - ca).abs() <= tol;
+        let start_ok = balanced(wa);
+        // Candidates: boundary vertices (an edge to the other side), and every vertex of the
+        // heavier side while out of balance; others join when a neighbour moves.
+        let heavy: u8 = if start_ok { 2 } else { u8::from(wa < ca) };
+        for x in 0..n {
+            let mut gx = 0.0;
+            let mut boundary = false;
+            for (y, w) in g.row(x) {
+                if side[y] != side[x] {
+                    gx += w;
+                    boundary = true;
+                } else {
+                    gx -= w;
+                }
+            }
+            gain[x] = gx;
+            locked[x] = false;
+            if boundary || side[x] == heavy {
+                heaps[side[x] as usize].push(Cand {
+                    gain: gx,
+                    v: x as u32,
+                    stamp: stamp[x],
+                });
+            }
+        }
+        let mut best: Option<(f64, usize)> = start_ok.then_some((0.0, 0));
+        let mut cum = 0.0;
+        moves.clear();
+        loop {
+            // admissible sides: out of balance, only towards it
+            let from: [bool; 2] = if wa > ca + tol {
+                [true, false]
+            } else if wa < ca - tol {
+                [false, true]
+            } else {
+                [true, true]
+            };
+            let mut pick: Option<(f64, usize)> = None;
+            for s in 0..2 {
+                if !from[s] {
+                    continue;
+                }
+                while let Some(c) = heaps[s].peek() {
+                    let v = c.v as usize;
+                    if locked[v] || stamp[v] != c.stamp || side[v] as usize != s {
+                        heaps[s].pop();
+                        continue;
+                    }
+                    let nwa = if s == 0 { wa - g.vw[v] } else { wa + g.vw[v] };
+                    if (nwa - ca).abs() > slack && (nwa - ca).abs() >= (wa - ca).abs() {
+                        heaps[s].pop(); // too heavy to move now; not again this pass
+                        locked[v] = true;
+                        continue;
+                    }
+                    let better = match pick {
+                        None => true,
+                        Some((pg, pv)) => c.gain > pg || (c.gain == pg && v < pv),
+                    };
+                    if better {
+                        pick = Some((c.gain, v));
+                    }
+                    break;
+                }
+            }
+            let Some((gv, v)) = pick else { break };
+            let s = side[v] as usize;
+            heaps[s].pop();
+            locked[v] = true;
+            side[v] ^= 1;
+            wa += if s == 0 { -g.vw[v] } else { g.vw[v] };
+            cum += gv;
+            moves.push(v);
+            for (y, w) in g.row(v) {
+                if locked[y] {
+                    continue;
+                }
+                gain[y] += if side[y] as usize == s {
+                    2.0 * w
+                } else {
+                    -2.0 * w
+                };
+                stamp[y] = stamp[y].wrapping_add(1);
+                heaps[side[y] as usize].push(Cand {
+                    gain: gain[y],
+                    v: y as u32,
+                    stamp: stamp[y],
+                });
+            }
+            if balanced(wa) && best.is_none_or(|(bc, _)| cum > bc + 1e-12 * bc.abs().max(1.0)) {
+                best = Some((cum, moves.len()));
+            }
+            if let Some((_, bl)) = best {
+                if moves.len() - bl > limit {
+                    break;
+                }
+            }
+        }
+        let keep = best.map_or(0, |(_, bl)| bl);
+        for &v in &moves[keep..] {
+            side[v] ^= 1;
+        }
+        let improved = best.is_some_and(|(bc, bl)| bl > 0 && (bc > 0.0 || !start_ok));
+        if !improved {
+            break;
+        }
+    }
+}
+
+/// Makes side 0 weigh exactly `ca` (unit weights): moves the vertices of the heavier side that
+/// lose least, one at a time.
+fn force_balance(g: &Sub, side: &mut [u8], ca: i64) {
+    let n = g.len();
+    let mut wa: i64 = (0..n).filter(|&x| side[x] == 0).map(|x| g.vw[x]).sum();
+    while wa != ca {
+        let from = u8::from(wa < ca);
+        let mut pick: Option<(f64, usize)> = None;
+        for x in (0..n).filter(|&x| side[x] == from) {
+            let gx: f64 = g
+                .row(x)
+                .map(|(y, w)| if side[y] != side[x] { w } else { -w })
+                .sum();
+            if pick.is_none_or(|(pg, _)| gx > pg) {
+                pick = Some((gx, x));
+            }
+        }
+        let Some((_, x)) = pick else { break };
+        side[x] ^= 1;
+        wa += if from == 0 { -g.vw[x] } else { g.vw[x] };
+    }
+}
