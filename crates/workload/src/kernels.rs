@@ -39,6 +39,13 @@ fn layout(p: &Program, n: u64, task: u64) -> Layout {
 
 /// The steps of thread `t` of `n` for program `p` and its queued kernels.
 pub fn thread_steps(p: &Program, n: u32, t: u32) -> Vec<Step> {
+    if let Some(r) = &p.replay {
+        return r
+            .threads
+            .get(t as usize)
+            .map(|th| vec![Step::Replay(th.accesses.clone())])
+            .unwrap_or_default();
+    }
     let mut steps = Vec::new();
     for (task, q) in std::iter::once(p).chain(p.then.iter()).enumerate() {
         let lay = layout(q, u64::from(n), task as u64);
@@ -77,6 +84,7 @@ fn arrays(k: Kernel, l: u64) -> Vec<Array> {
         Kernel::Canneal => vec![a(0, l)],
         Kernel::Dedup | Kernel::Ferret => vec![a(0, l), a(5, l)],
         Kernel::X264 => vec![a(0, l), a(1, l)],
+        Kernel::Trace => Vec::new(),
     }
 }
 
@@ -369,6 +377,8 @@ fn kernel_steps(p: &Program, n: u64, t: u64, lay: Layout, out: &mut Vec<Step>) {
                 out.push(Step::sweep(share(cur, l, b), l, w, c));
                 out.push(Step::Barrier);
             }
+            // Replayed by `thread_steps` before any generator runs.
+            Kernel::Trace => {}
         }
     }
 }
