@@ -49,6 +49,10 @@ pub enum Step {
     Compute(u64),
     /// Recorded accesses replayed in order ([`crate::trace`]).
     Replay(std::sync::Arc<[crate::trace::Replayed]>),
+    /// Hand an item on: set the process's flag (`Op::Post`).
+    Post(u64),
+    /// Take an item: wait for the process's flag (`Op::Wait`).
+    Wait(u64),
     /// Wait for every thread of the process.
     Barrier,
 }
@@ -110,7 +114,7 @@ impl Step {
             }
             Step::Random { count, .. } => count,
             Step::Replay(ref r) => r.len() as u64,
-            Step::Compute(_) | Step::Barrier => 0,
+            Step::Compute(_) | Step::Barrier | Step::Post(_) | Step::Wait(_) => 0,
         }
     }
 }
@@ -201,6 +205,16 @@ impl Iterator for Ops {
                     self.at += 1;
                     self.i = 0;
                     return Some(Op::Compute(c));
+                }
+                Step::Post(id) => {
+                    self.at += 1;
+                    self.i = 0;
+                    return Some(Op::Post(id));
+                }
+                Step::Wait(id) => {
+                    self.at += 1;
+                    self.i = 0;
+                    return Some(Op::Wait(id));
                 }
                 Step::Sweep {
                     base,
