@@ -70,7 +70,8 @@ enum Command {
   numaff sim --machine kmaf-sim-4x2 --workload nas-sp --threads compact --data oracle-local
   numaff sim --machine laso-hpl --workload parsec-streamcluster --data interleave --json
   numaff sim --machine kmaf-sim-4x2 --workload my.toml --threads 0,2,4,6 --data bind:0
-  numaff sim --machine laso-lpl --measure        the simulated MLC matrices")]
+  numaff sim --machine laso-lpl --measure        the simulated MLC matrices
+  numaff sim --machine laso-hpl --trace rec.parquet --threads recorded   replay a recorded trace")]
     Sim(sim::SimArgs),
     /// Analyse a trace of memory-access samples (DeLocProf): the communication matrix between
     /// threads, clusters of communication in time, the metrics Lcomm, CommR, CommC, DramR, CommLoc,

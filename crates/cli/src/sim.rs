@@ -21,10 +21,16 @@ pub struct SimArgs {
     #[arg(long, value_name = "M", required_unless_present = "list_workloads")]
     machine: Option<String>,
     /// The workload: a shipped name (`--list-workloads`) or a workload file (TOML).
-    #[arg(long, value_name = "W", required_unless_present_any = ["measure", "list_workloads"], conflicts_with = "measure")]
+    #[arg(long, value_name = "W", required_unless_present_any = ["measure", "list_workloads", "trace"], conflicts_with_all = ["measure", "trace"])]
     workload: Option<String>,
+    /// Replay a recorded trace (Parquet, or CSV by extension, as numaff profile writes) instead
+    /// of a workload: each recorded thread replays its samples, gaps kept as compute. Use
+    /// `--threads recorded` to put the threads where they ran.
+    #[arg(long, value_name = "T", conflicts_with_all = ["measure", "nthreads", "scale"])]
+    trace: Option<std::path::PathBuf>,
     /// Thread placement: os (Linux-like: spread, occasionally moved), compact, scatter,
-    /// round-robin, random, or a cpu list such as 0,2,4,6 (thread i on the i-th cpu).
+    /// round-robin, random, recorded (a trace's threads where they ran), or a cpu list such as
+    /// 0,2,4,6 (thread i on the i-th cpu).
     #[arg(long, value_name = "POLICY", default_value = "os")]
     threads: String,
     /// Data placement: first-touch, interleave, bind:N, oracle-local (each page on the node that
@@ -97,11 +103,19 @@ pub fn run(args: &SimArgs) -> Result<()> {
     if args.measure {
         return print_measure(&machine, args);
     }
-    let wspec = args
-        .workload
-        .as_deref()
-        .ok_or_else(|| anyhow!("--workload is required (or --measure)"))?;
-    let mut workload = catalog::resolve(wspec).map_err(anyhow::Error::msg)?;
+    let mut workload = match &args.trace {
+        Some(path) => {
+            numaff_workload::trace::load(path, numaff_workload::trace::cycles_per_ns(&machine))
+                .map_err(anyhow::Error::msg)?
+        }
+        None => {
+            let wspec = args
+                .workload
+                .as_deref()
+                .ok_or_else(|| anyhow!("--workload is required (or --trace, or --measure)"))?;
+            catalog::resolve(wspec).map_err(anyhow::Error::msg)?
+        }
+    };
     if let Some(n) = args.nthreads {
         workload = workload.with_threads(n);
     }

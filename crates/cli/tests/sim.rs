@@ -168,3 +168,55 @@ start_ns = 5000
         .failure()
         .stderr(predicate::str::contains("cpu 99"));
 }
+
+/// `--trace` replays a recorded trace (here a CSV one written by numaff_behave) thread by thread.
+#[test]
+fn issue4_sim_replays_a_recorded_trace() {
+    use numaff_behave::{trace, Kind, Sample, TraceMeta};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.csv");
+    let samples: Vec<Sample> = (0..40u64)
+        .map(|i| Sample {
+            time_ns: 500 + i * 100,
+            pid: 77,
+            tid: 10 + (i % 2) as u32,
+            cpu: if i % 2 == 0 { 2 } else { 6 },
+            node: 0,
+            addr: 0x40_0000 + i * 4096,
+            kind: if i < 20 { Kind::Store } else { Kind::Load },
+            latency_ns: None,
+            data_source: None,
+        })
+        .collect();
+    trace::write_trace(&path, &TraceMeta::default(), &samples).unwrap();
+    let v = json(&[
+        "sim",
+        "--machine",
+        "kmaf-sim-4x2",
+        "--trace",
+        path.to_str().unwrap(),
+        "--threads",
+        "recorded",
+        "--json",
+    ]);
+    assert_eq!(v["workload"], "rec");
+    assert_eq!(v["accesses"], 40);
+    let cpus: Vec<u64> = v["report"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["cpu"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, vec![2, 6]);
+    numaff()
+        .args([
+            "sim",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--trace",
+            "/nonexistent/t.parquet",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("/nonexistent/t.parquet"));
+}

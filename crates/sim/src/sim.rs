@@ -139,6 +139,10 @@ struct Process {
     live: usize,
     waiting: Vec<usize>,
     barrier_time: f64,
+    /// Flags set by `Op::Post`, with the time they were set (never iterated).
+    flags: FxMap<u64, f64>,
+    /// Threads blocked in `Op::Wait`, per flag, in the order they blocked (never iterated).
+    flag_waiters: FxMap<u64, Vec<usize>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -395,6 +399,8 @@ impl Simulator {
             live: n,
             waiting: Vec::new(),
             barrier_time: 0.0,
+            flags: FxMap::default(),
+            flag_waiters: FxMap::default(),
         });
         Ok(pid)
     }
@@ -716,6 +722,12 @@ impl Simulator {
                         self.barrier(ti, p);
                         break;
                     }
+                    Some(Op::Post(id)) => self.post(ti, p, id),
+                    Some(Op::Wait(id)) => {
+                        if self.wait(ti, p, id) {
+                            break;
+                        }
+                    }
                     Some(Op::Access(a)) => self.step(ti, p, a),
                 }
             }
@@ -750,6 +762,42 @@ impl Simulator {
         pr.barrier_time = pr.barrier_time.max(t);
         pr.waiting.push(ti);
         self.check_barrier(pi);
+    }
+
+    /// `Op::Post`: the flag is set when the thread's outstanding accesses are done (the item's
+    /// stores reached the caches); threads waiting for it resume then.
+    fn post(&mut self, ti: usize, p: usize, id: u64) {
+        let t = self.drain(ti, p);
+        let pi = self.threads[ti].proc;
+        let pr = &mut self.procs[pi];
+        let set = *pr.flags.entry(id).or_insert(t);
+        let Some(waiters) = pr.flag_waiters.remove(&id) else {
+            return;
+        };
+        for w in waiters {
+            let th = &mut self.threads[w];
+            th.state = State::Ready;
+            th.ready_at = th.ready_at.max(set);
+            let q = th.pu;
+            self.enqueue(w, q);
+        }
+    }
+
+    /// `Op::Wait`: true when the thread blocks (the flag is not set yet).
+    fn wait(&mut self, ti: usize, p: usize, id: u64) -> bool {
+        let pi = self.threads[ti].proc;
+        if let Some(&set) = self.procs[pi].flags.get(&id) {
+            let c = &mut self.pus[p].clock;
+            *c = c.max(set);
+            return false;
+        }
+        let t = self.drain(ti, p);
+        let th = &mut self.threads[ti];
+        th.state = State::Blocked;
+        th.ready_at = t;
+        self.pus[p].runq.retain(|&x| x != ti);
+        self.procs[pi].flag_waiters.entry(id).or_default().push(ti);
+        true
     }
 
     fn check_barrier(&mut self, pi: usize) {

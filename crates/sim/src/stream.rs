@@ -73,6 +73,12 @@ pub enum Op {
     Barrier,
     /// Pure compute for this many cycles (no memory access).
     Compute(u64),
+    /// Set the process's flag `id` once this thread's outstanding accesses are done (a producer
+    /// hands an item to the next stage of a pipeline: the queue's push). Waiters resume.
+    Post(u64),
+    /// Wait until the process's flag `id` has been set (a consumer takes the item: the queue's
+    /// pop); no wait if it already was. A flag nobody sets leaves the thread stuck.
+    Wait(u64),
 }
 
 /// Where a process's pages go when first touched (static data policies; an online policy moves

@@ -39,6 +39,13 @@ fn layout(p: &Program, n: u64, task: u64) -> Layout {
 
 /// The steps of thread `t` of `n` for program `p` and its queued kernels.
 pub fn thread_steps(p: &Program, n: u32, t: u32) -> Vec<Step> {
+    if let Some(r) = &p.replay {
+        return r
+            .threads
+            .get(t as usize)
+            .map(|th| vec![Step::Replay(th.accesses.clone())])
+            .unwrap_or_default();
+    }
     let mut steps = Vec::new();
     for (task, q) in std::iter::once(p).chain(p.then.iter()).enumerate() {
         let lay = layout(q, u64::from(n), task as u64);
@@ -77,6 +84,7 @@ fn arrays(k: Kernel, l: u64) -> Vec<Array> {
         Kernel::Canneal => vec![a(0, l)],
         Kernel::Dedup | Kernel::Ferret => vec![a(0, l), a(5, l)],
         Kernel::X264 => vec![a(0, l), a(1, l)],
+        Kernel::Trace => Vec::new(),
     }
 }
 
@@ -315,15 +323,11 @@ fn kernel_steps(p: &Program, n: u64, t: u64, lay: Layout, out: &mut Vec<Step>) {
                 });
                 out.push(Step::Barrier);
             }
-            // Pipelines: stages of n / S threads; a chunk (L lines) moves from stage to stage
-            // through buffers (arrays 1..S); barriers stand for the queues.
+            // Pipelines: stages of about n / S threads; items (L lines each) move from stage to
+            // stage through buffers and queues (see `pipeline`), all in the first round.
             Kernel::Dedup | Kernel::Ferret => {
-                pipeline(p, n, t, it, lay, rseed, out);
-                if it + 1 == iters {
-                    // Drain: the later stages finish the last chunks.
-                    for extra in iters..iters + 3 {
-                        pipeline(p, n, t, extra, lay, mix(seed ^ extra), out);
-                    }
+                if it == 0 {
+                    pipeline(p, n, t, lay, seed, out);
                 }
             }
             // Facesim: compute-heavy update of the own part of the mesh, then forces on the
@@ -369,57 +373,65 @@ fn kernel_steps(p: &Program, n: u64, t: u64, lay: Layout, out: &mut Vec<Step>) {
                 out.push(Step::sweep(share(cur, l, b), l, w, c));
                 out.push(Step::Barrier);
             }
+            // Replayed by `thread_steps` before any generator runs.
+            Kernel::Trace => {}
         }
     }
 }
 
 /// Dedup (3 stages: chunking, deduplication with a global hash table, compression) and ferret (4
-/// stages: segmentation, feature extraction, index search in a shared database, ranking).
-fn pipeline(p: &Program, n: u64, t: u64, it: u64, lay: Layout, rseed: u64, out: &mut Vec<Step>) {
+/// stages: segmentation, feature extraction, index search in a shared database, ranking), as
+/// PARSEC runs them: each stage's threads take items from a queue, process them, and push the
+/// result into the next stage's queue (000 §5.2; 002 §2.4.2: producer-consumer sharing, dynamic).
+///
+/// Stage s has threads `ceil(s n / S) ..` (S = min(stages, n)); stage 0 makes `size(0) x
+/// iterations` items, and item i is handled in stage s by its thread `i mod size(s)`. Handing
+/// item i from stage s to s + 1: the producer writes the item's buffer (array 1 + s, slot
+/// `i mod 4n`) and posts flag `s * items + i`; the consumer waits for that flag, then reads the
+/// buffer, so the sharing goes from whichever producer to whichever consumer, when the item is
+/// ready, with no barrier. Queues are unbounded (a fast producer runs ahead; slots are reused
+/// after 4n items).
+fn pipeline(p: &Program, n: u64, t: u64, lay: Layout, seed: u64, out: &mut Vec<Step>) {
     let l = p.lines;
     let (c, w) = (p.compute_cycles, p.write_fraction);
     let stages: u64 = if p.kernel == Kernel::Dedup { 3 } else { 4 };
+    let stages = stages.min(n).max(1);
+    let first = |s: u64| (s * n).div_ceil(stages);
+    let size = |s: u64| first(s + 1) - first(s);
     let stage = (t * stages / n).min(stages - 1);
-    // Buffers: array 1 + s for the output of stage s (two slots per thread of a stage); the
-    // input is array 0, the shared hash table / database array 5.
-    let slot = |s: u64, k: u64, round: u64| lay.array(1 + s) + ((round % 2) * n + k) * l * LINE;
-    // Round `it` of stage `stage` processes what the previous stage produced in round it - 1;
-    // the drain rounds (it >= iterations) only run the stages that still have chunks.
-    let k = t - (stage * n).div_ceil(stages);
-    let iters = u64::from(p.iterations);
-    if it < stage || it - stage >= iters {
-        out.push(Step::Barrier);
-        return;
-    }
-    let round = it - stage;
-    if stage == 0 {
-        out.push(Step::sweep(
-            lay.array(0) + ((round * n + k) % n) * l * LINE,
-            l,
-            0.0,
-            c,
-        ));
-    } else {
-        out.push(Step::sweep(slot(stage - 1, k, round), l, 0.0, c));
-    }
+    let k = t - first(stage);
+    let items = size(0) * u64::from(p.iterations);
+    let slot = |s: u64, i: u64| lay.array(1 + s) + (i % (4 * n)) * l * LINE;
+    // The last stage of the kernel, whatever S is, searches or updates the shared table.
     let table = match (p.kernel, stage) {
         (Kernel::Dedup, 1) => Some(0.5),
         (Kernel::Ferret, 2) => Some(0.0),
         _ => None,
     };
-    if let Some(tw) = table {
-        out.push(Step::Random {
-            base: lay.array(5),
-            lines: n * l,
-            count: l / 2,
-            write: tw * w.max(0.1),
-            compute: c,
-            dependent: p.kernel == Kernel::Ferret,
-            seed: rseed,
-        });
-    }
-    if stage + 1 < stages {
-        out.push(Step::fill(slot(stage, k, round), l, 0));
+    let mut i = k;
+    while i < items {
+        if stage == 0 {
+            out.push(Step::sweep(lay.array(0) + (i % n) * l * LINE, l, 0.0, c));
+        } else {
+            out.push(Step::Wait((stage - 1) * items + i));
+            out.push(Step::sweep(slot(stage - 1, i), l, 0.0, c));
+        }
+        if let Some(tw) = table {
+            out.push(Step::Random {
+                base: lay.array(5),
+                lines: n * l,
+                count: l / 2,
+                write: tw * w.max(0.1),
+                compute: c,
+                dependent: p.kernel == Kernel::Ferret,
+                seed: mix(seed ^ i),
+            });
+        }
+        if stage + 1 < stages {
+            out.push(Step::fill(slot(stage, i), l, 0));
+            out.push(Step::Post(stage * items + i));
+        }
+        i += size(stage);
     }
     out.push(Step::Barrier);
 }

@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod kernels;
 pub mod ops;
 pub mod spec;
+pub mod trace;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -36,6 +37,8 @@ pub enum ThreadPolicy {
     Random,
     /// Thread i (counting the programs' threads in file order) on cpu `list[i % len]`.
     List(Vec<u32>),
+    /// A replayed trace's threads where they ran first ([`trace`]).
+    Recorded,
 }
 
 impl std::str::FromStr for ThreadPolicy {
@@ -47,6 +50,7 @@ impl std::str::FromStr for ThreadPolicy {
             "scatter" => ThreadPolicy::Scatter,
             "round-robin" | "roundrobin" | "rr" => ThreadPolicy::RoundRobin,
             "random" => ThreadPolicy::Random,
+            "recorded" => ThreadPolicy::Recorded,
             list if list.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
                 let cpus: Result<Vec<u32>, _> = list
                     .split(',')
@@ -56,7 +60,7 @@ impl std::str::FromStr for ThreadPolicy {
             }
             other => {
                 return Err(format!(
-                "unknown thread placement {other:?}: os, compact, scatter, round-robin, random, or a cpu list such as 0,2,4,6"
+                "unknown thread placement {other:?}: os, compact, scatter, round-robin, random, recorded (traces), or a cpu list such as 0,2,4,6"
             ))
             }
         })
@@ -116,6 +120,27 @@ pub fn placement(
     let n = w.threads();
     let flat: Vec<u32> = match policy {
         ThreadPolicy::Os => os_placement(machine, n, seed),
+        ThreadPolicy::Recorded => {
+            let mut cpus = Vec::new();
+            for p in &w.programs {
+                let Some(r) = &p.replay else {
+                    return Err(format!(
+                        "thread placement recorded needs a trace (numaff sim --trace FILE); workload {} has generated program {}",
+                        w.name,
+                        p.display_name()
+                    ));
+                };
+                cpus.extend(r.recorded_cpus());
+            }
+            let pus = machine.pus();
+            if let Some(bad) = cpus.iter().find(|&&c| !pus.contains(c)) {
+                return Err(format!(
+                    "recorded cpu {bad} is not on machine {} (cpus {pus}); choose another --threads placement",
+                    machine.name
+                ));
+            }
+            cpus
+        }
         ThreadPolicy::List(list) => {
             if list.is_empty() {
                 return Err("empty cpu list".into());

@@ -47,6 +47,12 @@ pub enum Step {
     },
     /// Compute only, cycles.
     Compute(u64),
+    /// Recorded accesses replayed in order ([`crate::trace`]).
+    Replay(std::sync::Arc<[crate::trace::Replayed]>),
+    /// Hand an item on: set the process's flag (`Op::Post`).
+    Post(u64),
+    /// Take an item: wait for the process's flag (`Op::Wait`).
+    Wait(u64),
     /// Wait for every thread of the process.
     Barrier,
 }
@@ -107,7 +113,8 @@ impl Step {
                 }
             }
             Step::Random { count, .. } => count,
-            Step::Compute(_) | Step::Barrier => 0,
+            Step::Replay(ref r) => r.len() as u64,
+            Step::Compute(_) | Step::Barrier | Step::Post(_) | Step::Wait(_) => 0,
         }
     }
 }
@@ -171,6 +178,24 @@ impl Iterator for Ops {
             let step = self.steps.get(self.at)?;
             let i = self.i;
             match *step {
+                Step::Replay(ref r) => {
+                    let Some(x) = r.get(i as usize) else {
+                        self.at += 1;
+                        self.i = 0;
+                        continue;
+                    };
+                    self.i += 1;
+                    let acc = if x.write {
+                        Access::write(x.vaddr)
+                    } else {
+                        Access::read(x.vaddr)
+                    };
+                    if x.gap_cycles == 0 {
+                        return Some(Op::Access(acc));
+                    }
+                    self.pending = Some(Op::Access(acc));
+                    return Some(Op::Compute(x.gap_cycles));
+                }
                 Step::Barrier => {
                     self.at += 1;
                     self.i = 0;
@@ -180,6 +205,16 @@ impl Iterator for Ops {
                     self.at += 1;
                     self.i = 0;
                     return Some(Op::Compute(c));
+                }
+                Step::Post(id) => {
+                    self.at += 1;
+                    self.i = 0;
+                    return Some(Op::Post(id));
+                }
+                Step::Wait(id) => {
+                    self.at += 1;
+                    self.i = 0;
+                    return Some(Op::Wait(id));
                 }
                 Step::Sweep {
                     base,

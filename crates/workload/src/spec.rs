@@ -64,6 +64,8 @@ pub enum Kernel {
     Fluidanimate,
     /// PARSEC x264: frame-parallel encoding; motion search in the previous frame of another thread.
     X264,
+    /// A recorded trace replayed thread by thread ([`crate::trace`]; `numaff sim --trace`).
+    Trace,
 }
 
 impl Kernel {
@@ -79,6 +81,7 @@ impl Kernel {
             Kernel::Lu => "lu",
             Kernel::Mg => "mg",
             Kernel::Sp => "sp",
+            Kernel::Trace => "trace",
             Kernel::Ua => "ua",
             Kernel::Streamcluster => "streamcluster",
             Kernel::Canneal => "canneal",
@@ -149,6 +152,9 @@ pub struct Program {
     /// Kernels the same threads run afterwards, one after the other (a queue of tasks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub then: Vec<Program>,
+    /// For kernel `trace`: the recorded accesses of each thread ([`crate::trace::load`]).
+    #[serde(skip)]
+    pub replay: Option<std::sync::Arc<crate::trace::Replay>>,
 }
 
 impl Program {
@@ -190,6 +196,13 @@ impl Workload {
         }
         fn check(p: &Program, queued: bool) -> Result<(), String> {
             let k = p.kernel.name();
+            if p.kernel == Kernel::Trace {
+                return match &p.replay {
+                    Some(r) if !queued && r.threads.len() == p.threads as usize => Ok(()),
+                    Some(_) => Err(format!("{k}: a trace program cannot be queued or change its thread count")),
+                    None => Err(format!("{k}: kernel trace replays a recorded trace; run it with numaff sim --trace FILE (Parquet or CSV from numaff profile)")),
+                };
+            }
             if p.threads == 0 && !queued {
                 return Err(format!("{k}: threads must be at least 1"));
             }
@@ -218,7 +231,9 @@ impl Workload {
     /// The same workload with `threads` threads in every program (`--nthreads`).
     pub fn with_threads(mut self, threads: u32) -> Self {
         for p in &mut self.programs {
-            p.threads = threads.max(1);
+            if p.replay.is_none() {
+                p.threads = threads.max(1);
+            }
         }
         self
     }

@@ -49,8 +49,10 @@ fn fig1(scale: f64, seed: u64) -> [f64; 4] {
 
 /// What holds of Fig. 1: T_L D_L < T_R D_L < both D_R runs, and the compounding. The last step
 /// of the paper's order (T_L D_R < T_R D_R) does NOT hold in this model: with remote data the run
-/// is bound by the ring's links, and T_L's only advantage (the neighbour's halo in the shared L2
-/// instead of a remote cache) is within 1 % of the noise of link queueing; see the README.
+/// is bound by the ring's links, and T_L's advantage (the neighbour's halo in the shared L2
+/// instead of a remote cache) is paid back by D_R putting T_L's shared pages two hops from both
+/// sharers where T_R's can only go one hop away; measured in crates/workload/README.md ("Why
+/// T_L D_R does not beat T_R D_R", `cargo run -p numaff-workload --example fig1`).
 fn fig1_holds([ll, rl, lr, rr]: [f64; 4]) -> (bool, bool) {
     (ll < rl && rl < lr.min(rr), rr - ll > (rr - rl) + (rr - lr))
 }

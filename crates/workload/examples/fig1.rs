@@ -1,0 +1,50 @@
+//! kMAF Fig. 1 (000 §3.2) with nas-sp on kmaf-sim-4x2, with the figures behind the makespans:
+//! `cargo run -p numaff-workload --example fig1 [SCALE] [LINK_MBPS]` (LINK_MBPS overrides the
+//! ring links' bandwidth, which kMAF Table 1 does not give, to see how the order depends on it).
+
+use numaff_machine::catalog as machines;
+use numaff_workload::{catalog, run, DataChoice, RunOptions};
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().collect();
+    let num = |i: usize| -> Result<Option<f64>, String> {
+        args.get(i)
+            .map(|s| {
+                s.parse::<f64>()
+                    .map_err(|e| format!("argument {i} ({s:?}): {e}"))
+            })
+            .transpose()
+    };
+    let scale = num(1)?.unwrap_or(1.0);
+    let mut m = machines::load("kmaf-sim-4x2").map_err(|e| e.to_string())?;
+    if let (Some(bw), Some(ic)) = (num(2)?, m.interconnect.as_mut()) {
+        ic.link_bandwidth_mbps = Some(bw);
+    }
+    let w = catalog::load("nas-sp")?.scaled(scale);
+    for (tn, t) in [("T_L", "0,1,2,3,4,5,6,7"), ("T_R", "0,4,1,5,2,6,3,7")] {
+        for (dn, d) in [
+            ("D_L", DataChoice::OracleLocal),
+            ("D_R", DataChoice::OracleRemote),
+        ] {
+            let opts = RunOptions {
+                threads: t.parse()?,
+                data: d,
+                seed: 0,
+            };
+            let r = run(&m, &w, &opts)?;
+            println!(
+                "{tn} {dn}: makespan {:.3} ms, hits {:?}, llc misses {}, remote {}, imc queue {:.1} ms, link queue {:.1} ms, link {:.1} MB, c2c {} ({} remote)",
+                r.makespan_ns as f64 / 1e6,
+                r.cache_hits,
+                r.llc_misses,
+                r.remote_accesses,
+                r.imc_queue_ns / 1e6,
+                r.link_queue_ns / 1e6,
+                r.interconnect_bytes as f64 / 1e6,
+                r.c2c_transfers,
+                r.c2c_remote
+            );
+        }
+    }
+    Ok(())
+}
