@@ -265,7 +265,7 @@ fn kernel_config_has(key: &str) -> Option<bool> {
 
 /// Whether the kernel tracks soft-dirty bits: a freshly mapped and written page shows bit 55 in
 /// `/proc/self/pagemap` (new mappings are soft-dirty) only with CONFIG_MEM_SOFT_DIRTY.
-fn soft_dirty_probe() -> Option<bool> {
+pub(crate) fn soft_dirty_probe() -> Option<bool> {
     use std::io::{Read, Seek, SeekFrom};
     let page = page_size();
     // SAFETY: a fresh private anonymous mapping of one page, written once and unmapped below.

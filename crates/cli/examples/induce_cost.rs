@@ -1,0 +1,135 @@
+//! The cost per induced fault of each `--induce` way numaff ships (README, "numaff profile"):
+//! `cargo build -p numaff && cargo run -p numaff --example induce_cost [-- --guest]`.
+//!
+//! Runs tests/profile/rewrite.c (one thread rewrites a 64 MiB buffer, one write per page per pass)
+//! with and without induced faults, in one run, `REPS` times each, and prints per repetition the
+//! program's time for the passes and its minor faults (getrusage): cost per induced fault =
+//! Δ time / Δ faults. Host: the uffd agent alone (LD_PRELOAD, no sampler) on private and shared
+//! memory, then under `numaff profile` (sampler + agent vs sampler alone). `--guest`: the same
+//! under `numaff profile` in a 2-node QEMU guest (TCG, Debian's kernel) with soft-dirty re-arming.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement program
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use numaff_linux::induce;
+use numaff_testvm::Guest;
+
+const REPS: usize = 3;
+
+fn numbers(out: &str) -> (f64, f64) {
+    let get = |k: &str| -> f64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap_or_else(|| panic!("no {k} in:\n{out}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    (get("SECONDS "), get("FAULTS "))
+}
+
+fn report(label: &str, base: (f64, f64), with: (f64, f64)) {
+    let extra = with.1 - base.1;
+    println!(
+        "{label:<40} base {:.3} s {:>8} faults | induced {:.3} s {:>8} faults | {:.2} µs per induced fault",
+        base.0,
+        base.1,
+        with.0,
+        with.1,
+        (with.0 - base.0) / extra.max(1.0) * 1e6
+    );
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run");
+    assert!(out.status.success(), "{cmd:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn main() {
+    let guest = std::env::args().any(|a| a == "--guest");
+    let dir = std::env::temp_dir().join(format!("numaff-induce-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profile/rewrite.c");
+    let prog = dir.join("rewrite");
+    assert!(Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    let numaff: PathBuf = std::env::var_os("NUMAFF_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| numaff_testvm::host::target_dir().join("debug/numaff"));
+    assert!(
+        numaff.exists(),
+        "{} missing: cargo build -p numaff",
+        numaff.display()
+    );
+
+    if let Err(e) = induce::uffd_async_probe() {
+        println!("host: uffd agent unavailable: {e}");
+    } else {
+        let agent = induce::install_agent(&dir).unwrap();
+        let status = dir.join("status");
+        for rep in 0..REPS {
+            for kind in ["private", "shared"] {
+                let base = numbers(&run(Command::new(&prog).args(["64", "3000", kind])));
+                let mut c = Command::new(&prog);
+                c.args(["64", "3000", kind]);
+                for (k, v) in induce::agent_env(&agent, 5.0, &status) {
+                    c.env(k, v);
+                }
+                let with = numbers(&run(&mut c));
+                report(
+                    &format!("host rep {rep}: agent alone, {kind}, rate 5"),
+                    base,
+                    with,
+                );
+            }
+            let prof = |how: &str| {
+                numbers(&run(Command::new(&numaff)
+                    .args(["profile", "-o"])
+                    .arg(dir.join("t.parquet"))
+                    .args(["--induce", how, "--induce-rate", "5", "--"])
+                    .arg(&prog)
+                    .args(["64", "3000", "private"])))
+            };
+            let base = prof("off");
+            let with = prof("uffd");
+            report(
+                &format!("host rep {rep}: profile + agent, private"),
+                base,
+                with,
+            );
+        }
+    }
+
+    if guest {
+        let script = format!(
+            "for r in $(seq {REPS}); do for how in off soft-dirty; do \
+             echo \"@@ $how\"; /numaff profile -o /tmp/t.parquet --induce $how --induce-rate 20 \
+             -- /rewrite 16 300 private 2>&1 | grep -E 'SECONDS|FAULTS|numaff:'; done; done"
+        );
+        let g = Guest::new(2, 2, 256)
+            .kernel_arg("numa_balancing=disable")
+            .file(&numaff, "/numaff")
+            .file(&prog, "/rewrite")
+            .timeout(300);
+        let out = g.run(&["sh", "-c", &script]).unwrap();
+        let parts: Vec<&str> = out.output.split("@@ ").skip(1).collect();
+        for (i, pair) in parts.chunks(2).enumerate() {
+            if let [off, sd] = pair {
+                report(
+                    &format!("guest rep {i}: profile + soft-dirty, rate 20"),
+                    numbers(off),
+                    numbers(sd),
+                );
+            }
+        }
+        println!("{}", out.output);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

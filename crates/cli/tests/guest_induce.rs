@@ -1,0 +1,131 @@
+//! Issue 5, item 2 (induced faults) in a 2-node QEMU guest: `numaff profile --induce auto` on
+//! Debian's kernel (soft-dirty re-arming: CONFIG_MEM_SOFT_DIRTY is set there) samples pages more
+//! than once, and the per-page NUMA vectors (numaff_behave::NumaTable) show the nodes of the
+//! threads that use them: a thread pinned to node 0 and one pinned to node 1 each rewrite their own
+//! buffer, and both rewrite a third.
+//!
+//! The trace stays in the guest (the serial console is slow): busybox awk reduces it to one line
+//! per (page, node) of the three buffers with its sample count, which the test replays into a
+//! NumaTable.
+#![allow(clippy::unwrap_used)] // helpers of tests
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use numaff_behave::{NumaTable, NumaTableConfig};
+use numaff_testvm::Guest;
+
+const SCRIPT: &str = r#"
+/numaff profile -o /tmp/t.csv --induce auto --induce-rate 10 -- /twonodes 0 2 1500 > /tmp/p.out 2> /tmp/p.err
+echo "@@RC $?"
+cat /tmp/p.out /tmp/p.err
+awk '/^BUF/ { print "-v " $2 "lo=" $3 " -v " $2 "hi=" $4 }' /tmp/p.out > /tmp/bounds
+awk -F, $(cat /tmp/bounds) 'NR > 1 {
+  a = $6 + 0
+  if ((a >= alo && a < ahi) || (a >= blo && a < bhi) || (a >= slo && a < shi)) c[int(a / 4096) " " $5]++
+} END { for (k in c) print "@@P " k " " c[k] }' /tmp/t.csv
+echo "@@DONE"
+"#;
+
+fn compile(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profile/twonodes.c");
+    let exe = dir.join("twonodes");
+    let out = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run cc ({e}): install a C compiler (build-essential; scripts/setup.sh)")
+        });
+    assert!(
+        out.status.success(),
+        "cc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+#[test]
+fn issue5_induced_faults_in_a_two_node_guest_resample_pages_with_their_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path());
+    let guest = Guest::new(2, 2, 256)
+        .kernel_arg("numa_balancing=disable")
+        .file(env!("CARGO_BIN_EXE_numaff"), "/numaff")
+        .file(&exe, "/twonodes")
+        .timeout(120);
+    let run = guest
+        .run(&["sh", "-c", SCRIPT])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let all = &run.output;
+    assert_eq!(run.exit_code, 0, "{all}");
+    assert!(all.contains("@@RC 0"), "numaff profile failed:\n{all}");
+    assert!(all.contains("@@DONE"), "{all}");
+    assert!(
+        all.contains("induced faults: soft-dirty"),
+        "auto did not pick soft-dirty on Debian's kernel:\n{all}"
+    );
+
+    // The buffers, in pages.
+    let mut bufs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for l in all.lines().filter(|l| l.starts_with("BUF ")) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let lo: u64 = f[2].parse().unwrap();
+        let hi: u64 = f[3].parse().unwrap();
+        bufs.insert(f[1].to_string(), (lo / 4096, hi / 4096));
+    }
+    assert_eq!(bufs.len(), 3, "{all}");
+
+    // Replay the (page, node, count) lines into kMAF's NUMA table.
+    let mut table = NumaTable::new(NumaTableConfig::new(2, 1 << 20));
+    let mut samples: BTreeMap<u64, u64> = BTreeMap::new();
+    for l in all.lines().filter(|l| l.starts_with("@@P ")) {
+        let f: Vec<u64> = l[4..]
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let (page, node, count) = (f[0], f[1], f[2]);
+        for _ in 0..count {
+            table.record(page, node as usize).unwrap();
+        }
+        *samples.entry(page).or_default() += count;
+    }
+
+    let check = |name: &str, want: [bool; 2]| {
+        let (lo, hi) = bufs[name];
+        let pages = hi - lo;
+        let resampled = (lo..hi)
+            .filter(|p| samples.get(p).copied().unwrap_or(0) >= 2)
+            .count() as u64;
+        // Pages sampled more than once: induced faults, not only the first touch.
+        assert!(
+            resampled * 10 >= pages * 9,
+            "buffer {name}: only {resampled} of {pages} pages sampled more than once:\n{all}"
+        );
+        let matching = (lo..hi)
+            .filter(|&p| {
+                table
+                    .vector(p)
+                    .is_some_and(|v| (v[0] > 0) == want[0] && (v[1] > 0) == want[1])
+            })
+            .count() as u64;
+        assert!(
+            matching * 10 >= pages * 9,
+            "buffer {name}: {matching} of {pages} pages have the NUMA vector of nodes {want:?}:\n{all}"
+        );
+        // A buffer used from one node only is never seen from the other.
+        if want != [true, true] {
+            let other = usize::from(want[0]);
+            assert!(
+                (lo..hi).all(|p| table.vector(p).is_none_or(|v| v[other] == 0)),
+                "buffer {name} sampled from node {other}:\n{all}"
+            );
+        }
+    };
+    check("a", [true, false]);
+    check("b", [false, true]);
+    check("s", [true, true]);
+    eprintln!("issue5 induce guest: {:.1} s", run.seconds);
+}
