@@ -108,10 +108,17 @@ fn main() {
     }
 
     if guest {
+        // Per repetition: the program alone, with soft-dirty re-arming from a shell loop (no
+        // sampler), and under numaff profile without and with soft-dirty re-arming.
         let script = format!(
-            "for r in $(seq {REPS}); do for how in off soft-dirty; do \
-             echo \"@@ $how\"; /numaff profile -o /tmp/t.parquet --induce $how --induce-rate 20 \
-             -- /rewrite 16 300 private 2>&1 | grep -E 'SECONDS|FAULTS|numaff:'; done; done"
+            "for r in $(seq {REPS}); do \
+             echo '@@ alone'; /rewrite 16 3000 private; \
+             echo '@@ clear_refs'; /rewrite 16 3000 private > /tmp/o & p=$!; \
+             while kill -0 $p 2>/dev/null; do echo 4 > /proc/$p/clear_refs 2>/dev/null; sleep 0.2; done; \
+             cat /tmp/o; \
+             for how in off soft-dirty; do echo \"@@ $how\"; \
+             /numaff profile -o /tmp/t.parquet --induce $how --induce-rate 5 \
+             -- /rewrite 16 3000 private 2>&1 | grep -E 'SECONDS|FAULTS|numaff:'; done; done"
         );
         let g = Guest::new(2, 2, 256)
             .kernel_arg("numa_balancing=disable")
@@ -120,10 +127,15 @@ fn main() {
             .timeout(300);
         let out = g.run(&["sh", "-c", &script]).unwrap();
         let parts: Vec<&str> = out.output.split("@@ ").skip(1).collect();
-        for (i, pair) in parts.chunks(2).enumerate() {
-            if let [off, sd] = pair {
+        for (i, four) in parts.chunks(4).enumerate() {
+            if let [alone, clear, off, sd] = four {
                 report(
-                    &format!("guest rep {i}: profile + soft-dirty, rate 20"),
+                    &format!("guest rep {i}: clear_refs every 0.2 s alone"),
+                    numbers(alone),
+                    numbers(clear),
+                );
+                report(
+                    &format!("guest rep {i}: profile + soft-dirty, rate 5"),
                     numbers(off),
                     numbers(sd),
                 );

@@ -186,3 +186,50 @@ fn issue5_uffd_agent_resamples_rewritten_private_pages() {
          per page per second"
     );
 }
+
+#[test]
+fn issue5_agent_never_makes_system_calls_fail() {
+    if !perf_allowed() || !uffd_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = compile(dir.path(), "syscalls");
+    // Full userfaultfd (root here) and what an unprivileged user gets (UFFD_USER_MODE_ONLY, where a
+    // synchronous write-protect fault from the kernel would give EFAULT).
+    for user_mode_only in ["0", "1"] {
+        let trace = dir.path().join(format!("sys{user_mode_only}.parquet"));
+        let out = Command::new(cargo_bin("numaff"))
+            .env("NUMAFF_INDUCE_USER_MODE_ONLY", user_mode_only)
+            .args(["profile", "-o"])
+            .arg(&trace)
+            .args(["--induce", "uffd", "--induce-rate", "20", "--"])
+            .arg(&prog)
+            .arg("1000")
+            .output()
+            .expect("run numaff");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(
+            stdout.contains("OK ") && !stderr.contains("the program exited with"),
+            "a system call failed under the agent (user_mode_only={user_mode_only}): {stdout}\n{stderr}"
+        );
+        let mode = if user_mode_only == "1" {
+            "(user-mode-only)"
+        } else {
+            "(full)"
+        };
+        assert!(
+            stdout.contains(&format!("uffd agent on {mode}")),
+            "{stdout}"
+        );
+        // The agent did write-protect pages while the kernel wrote into them.
+        let rearmed: u64 = stdout
+            .split("ticks, ")
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(rearmed >= 1024, "{stdout}");
+    }
+}

@@ -80,7 +80,12 @@ static void status(const char *state) {
 
 /* userfaultfd with asynchronous write-protection, or -1 (and A.why). */
 static int open_uffd(void) {
-    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    /* NUMAFF_INDUCE_USER_MODE_ONLY=1 asks for what an unprivileged user gets (for tests). */
+    const char *umo = getenv("NUMAFF_INDUCE_USER_MODE_ONLY");
+    int fd = -1;
+    errno = EPERM;
+    if (!(umo && strcmp(umo, "1") == 0))
+        fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
     if (fd < 0 && (errno == EPERM || errno == EACCES)) {
         fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
         A.user_mode_only = fd >= 0;
