@@ -213,10 +213,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let mut meta = TraceMeta {
         machine: machine_toml,
         command: Some(command_line.clone()),
-        sampler: Some(match induce {
-            Induce::Off => args.sampler.clone(),
-            i => format!("{}+induce-{i}", args.sampler),
-        }),
+        sampler: Some(args.sampler.clone()),
         page_size,
         ..TraceMeta::default()
     };
@@ -311,6 +308,8 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     meta.rates.insert("period".into(), 1.0);
     let mut induce_line = None;
     if induce != Induce::Off {
+        // The way as a key (`induce_uffd`, `induce_soft-dirty`, `induce_balancing`) set to 1.
+        meta.rates.insert(format!("induce_{induce}"), 1.0);
         meta.rates.insert("induce_rate".into(), args.induce_rate);
     }
     if let Some(r) = &soft_dirty {

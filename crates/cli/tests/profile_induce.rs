@@ -233,3 +233,33 @@ fn issue5_agent_never_makes_system_calls_fail() {
         assert!(rearmed >= 1024, "{stdout}");
     }
 }
+
+#[test]
+fn issue5_bad_induce_options_are_clear_errors() {
+    let run = |args: &[&str]| {
+        let out = Command::new(cargo_bin("numaff"))
+            .arg("profile")
+            .args(args)
+            .args(["--", "true"])
+            .output()
+            .expect("run numaff");
+        assert!(!out.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = run(&["--induce", "mprotect"]);
+    assert!(
+        e.contains("unknown --induce") && e.contains("soft-dirty"),
+        "{e}"
+    );
+    let e = run(&["--induce-rate", "0"]);
+    assert!(e.contains("not a rate"), "{e}");
+    // A way this machine lacks says why and what to do.
+    let opts = numaff_linux::induce::options();
+    if let Some(o) = opts.iter().find(|o| !o.available) {
+        let e = run(&["--induce", o.induce.name()]);
+        assert!(
+            e.contains("does not work here") && e.contains("--induce auto"),
+            "{e}"
+        );
+    }
+}
