@@ -4,6 +4,11 @@
 //! threads that use them: a thread pinned to node 0 and one pinned to node 1 each rewrite their own
 //! buffer, and both rewrite a third.
 //!
+//! A second guest runs the ring of 8 threads (tests/profile/ring8.c) under `--induce uffd`: on the
+//! guest's Linux 6.1 the agent cannot write-protect private memory (no UFFD_FEATURE_WP_ASYNC), says
+//! so, and still re-arms the ring's shared buffers, whose communication matrix shows the
+//! neighbour pairs.
+//!
 //! The trace stays in the guest (the serial console is slow): busybox awk reduces it to one line
 //! per (page, node) of the three buffers with its sample count, which the test replays into a
 //! NumaTable.
@@ -28,9 +33,9 @@ awk -F, $(cat /tmp/bounds) 'NR > 1 {
 echo "@@DONE"
 "#;
 
-fn compile(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profile/twonodes.c");
-    let exe = dir.join("twonodes");
+fn compile(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/profile/{name}.c"));
+    let exe = dir.join(name);
     let out = Command::new("cc")
         .args(["-O2", "-Wall", "-pthread", "-o"])
         .arg(&exe)
@@ -50,7 +55,7 @@ fn compile(dir: &Path) -> PathBuf {
 #[test]
 fn issue5_induced_faults_in_a_two_node_guest_resample_pages_with_their_nodes() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path());
+    let exe = compile(dir.path(), "twonodes");
     let guest = Guest::new(2, 2, 256)
         .kernel_arg("numa_balancing=disable")
         .file(env!("CARGO_BIN_EXE_numaff"), "/numaff")
@@ -128,4 +133,77 @@ fn issue5_induced_faults_in_a_two_node_guest_resample_pages_with_their_nodes() {
     check("b", [false, true]);
     check("s", [true, true]);
     eprintln!("issue5 induce guest: {:.1} s", run.seconds);
+}
+
+const RING_SCRIPT: &str = r#"
+/numaff profile -o /tmp/r.parquet --induce uffd --induce-rate 10 -- /ring8 2000 > /tmp/p.out 2> /tmp/p.err
+echo "@@RC $?"
+cat /tmp/p.out /tmp/p.err
+/numaff analyze --json /tmp/r.parquet > /tmp/a.json
+echo "@@ARC $?"
+echo "@@JSON"
+cat /tmp/a.json
+echo "@@END"
+"#;
+
+#[test]
+fn issue5_uffd_agent_on_linux_6_1_falls_back_to_shared_memory_and_finds_the_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "ring8");
+    let guest = Guest::new(2, 2, 256)
+        .kernel_arg("numa_balancing=disable")
+        .file(env!("CARGO_BIN_EXE_numaff"), "/numaff")
+        .file(&exe, "/ring8")
+        .timeout(120);
+    let run = guest
+        .run(&["sh", "-c", RING_SCRIPT])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let all = &run.output;
+    assert_eq!(run.exit_code, 0, "{all}");
+    assert!(all.contains("@@RC 0") && all.contains("@@ARC 0"), "{all}");
+    assert!(
+        all.contains("uffd agent on") && all.contains("no-async-write-protect"),
+        "the agent says why private memory is not re-armed:\n{all}"
+    );
+    assert!(all.contains("SUM "), "the program did not finish:\n{all}");
+    let mut tids = [0u64; 8];
+    for l in all.lines().filter(|l| l.starts_with("THREAD ")) {
+        let f: Vec<u64> = l[7..]
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        tids[f[0] as usize] = f[1];
+    }
+    assert!(tids.iter().all(|&t| t != 0), "{all}");
+    let json = &all[all.find("@@JSON\n").unwrap() + 7..all.find("@@END").unwrap()];
+    let doc: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{all}"));
+    let threads = doc["threads"].as_array().unwrap();
+    let idx: Vec<usize> = tids
+        .iter()
+        .map(|&t| {
+            threads
+                .iter()
+                .position(|x| x["tid"].as_u64() == Some(t))
+                .unwrap_or_else(|| panic!("thread {t} not in the trace:\n{all}"))
+        })
+        .collect();
+    let m = &doc["communication_matrix"];
+    let c = |i: usize, j: usize| m[idx[i]][idx[j]].as_f64().unwrap();
+    let mut min_neighbour = f64::INFINITY;
+    let mut max_other = 0.0f64;
+    for i in 0..8 {
+        for j in (0..8).filter(|&j| j != i) {
+            if (i + 1) % 8 == j || (j + 1) % 8 == i {
+                min_neighbour = min_neighbour.min(c(i, j));
+            } else {
+                max_other = max_other.max(c(i, j));
+            }
+        }
+    }
+    assert!(
+        min_neighbour > 0.0 && min_neighbour > max_other,
+        "neighbour pairs (min {min_neighbour}) are not the heaviest (others up to {max_other}):\n{all}"
+    );
+    eprintln!("issue5 uffd ring guest: {:.1} s", run.seconds);
 }

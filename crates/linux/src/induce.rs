@@ -97,6 +97,8 @@ pub struct InduceOption {
     pub induce: Induce,
     /// Whether it works here.
     pub available: bool,
+    /// Whether it works in full here (uffd: private memory too, not only shared memory).
+    pub full: bool,
     /// Why it does or does not.
     pub why: String,
     /// What the extra faults show.
@@ -206,13 +208,15 @@ pub fn options() -> Vec<InduceOption> {
     vec![
         InduceOption {
             induce: Induce::Uffd,
-            available: uffd.is_ok(),
+            // Shared memory needs no userfaultfd: the agent works, if only there.
+            available: true,
+            full: uffd.is_ok(),
             why: match &uffd {
                 Ok(m) => format!(
                     "userfaultfd with asynchronous write-protection works ({m}); \
                      for a command only (not --pid)"
                 ),
-                Err(e) => e.clone(),
+                Err(e) => format!("shared memory only: {e}; for a command only (not --pid)"),
             },
             sees: UFFD_SEES,
             cost: UFFD_COST,
@@ -220,6 +224,7 @@ pub fn options() -> Vec<InduceOption> {
         InduceOption {
             induce: Induce::SoftDirty,
             available: sd == Some(true),
+            full: sd == Some(true),
             why: match sd {
                 Some(true) => "CONFIG_MEM_SOFT_DIRTY: /proc/PID/clear_refs 4 re-arms writes".into(),
                 Some(false) => "this kernel has no CONFIG_MEM_SOFT_DIRTY (pagemap bit 55 is never \
@@ -235,6 +240,7 @@ pub fn options() -> Vec<InduceOption> {
         InduceOption {
             induce: Induce::Balancing,
             available: nb.as_ref().is_ok_and(|b| b.is_enabled()),
+            full: nb.as_ref().is_ok_and(|b| b.is_enabled()),
             why: match &nb {
                 Ok(b) if b.is_enabled() => {
                     format!("kernel.numa_balancing is on ({b:?}): its hinting faults are sampled")
@@ -251,16 +257,20 @@ pub fn options() -> Vec<InduceOption> {
     ]
 }
 
-/// What `--induce auto` picks among `opts` (from [`options`]): the uffd agent for a command, else
-/// soft-dirty, else NUMA-balancing hinting faults, else off.
+/// What `--induce auto` picks among `opts` (from [`options`]): the uffd agent for a command where
+/// it re-arms private memory too, else soft-dirty, else NUMA-balancing hinting faults, else the
+/// agent for shared memory only (a command), else off.
 pub fn choose(opts: &[InduceOption], for_command: bool) -> Induce {
     let ok = |i: Induce| opts.iter().any(|o| o.induce == i && o.available);
-    if for_command && ok(Induce::Uffd) {
+    let full = |i: Induce| opts.iter().any(|o| o.induce == i && o.available && o.full);
+    if for_command && full(Induce::Uffd) {
         Induce::Uffd
     } else if ok(Induce::SoftDirty) {
         Induce::SoftDirty
     } else if ok(Induce::Balancing) {
         Induce::Balancing
+    } else if for_command && ok(Induce::Uffd) {
+        Induce::Uffd
     } else {
         Induce::Off
     }
@@ -446,6 +456,7 @@ mod tests {
         InduceOption {
             induce: i,
             available,
+            full: available,
             why: "x".into(),
             sees: "",
             cost: "",
@@ -473,6 +484,22 @@ mod tests {
             opt(Induce::Balancing, false),
         ];
         assert_eq!(choose(&none, true), Induce::Off);
+        // The agent for shared memory only (Linux < 6.7) comes after soft-dirty and balancing.
+        let mut shared_only = opt(Induce::Uffd, true);
+        shared_only.full = false;
+        let old = [
+            shared_only.clone(),
+            opt(Induce::SoftDirty, true),
+            opt(Induce::Balancing, false),
+        ];
+        assert_eq!(choose(&old, true), Induce::SoftDirty);
+        let bare = [
+            shared_only,
+            opt(Induce::SoftDirty, false),
+            opt(Induce::Balancing, false),
+        ];
+        assert_eq!(choose(&bare, true), Induce::Uffd);
+        assert_eq!(choose(&bare, false), Induce::Off);
     }
 
     #[test]
