@@ -207,3 +207,54 @@ fn issue5_uffd_agent_on_linux_6_1_falls_back_to_shared_memory_and_finds_the_ring
     );
     eprintln!("issue5 uffd ring guest: {:.1} s", run.seconds);
 }
+
+/// NUMA balancing on, its scan delay and minimum period cut to 100 ms (debugfs, Linux 6.1) so that
+/// a 3 s run sees several scans.
+const BALANCING_SCRIPT: &str = r#"
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+for f in scan_delay_ms scan_period_min_ms; do echo 100 > /sys/kernel/debug/sched/numa_balancing/$f; done
+/numaff profile -o /tmp/t.csv --induce balancing -- /twonodes 0 2 3000 > /tmp/p.out 2> /tmp/p.err
+echo "@@RC $?"
+cat /tmp/p.out /tmp/p.err
+awk '/^BUF/ { print "-v " $2 "lo=" $3 " -v " $2 "hi=" $4 }' /tmp/p.out > /tmp/bounds
+awk -F, $(cat /tmp/bounds) 'NR > 1 {
+  a = $6 + 0
+  if ((a >= alo && a < ahi) || (a >= blo && a < bhi) || (a >= slo && a < shi)) n++
+} END { print "@@INSIDE " n }' /tmp/t.csv
+grep numa_hint_faults /proc/vmstat
+"#;
+
+#[test]
+fn issue5_numa_balancing_hinting_faults_are_sampled_when_enabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "twonodes");
+    // Explicitly: --induce auto picks soft-dirty on this kernel.
+    let guest = Guest::new(2, 2, 256)
+        .kernel_arg("numa_balancing=enable")
+        .file(env!("CARGO_BIN_EXE_numaff"), "/numaff")
+        .file(&exe, "/twonodes")
+        .timeout(120);
+    let run = guest
+        .run(&["sh", "-c", BALANCING_SCRIPT])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let all = &run.output;
+    assert!(all.contains("@@RC 0"), "{all}");
+    assert!(
+        all.contains("induced faults: NUMA-balancing hinting faults"),
+        "{all}"
+    );
+    let inside: u64 = all
+        .lines()
+        .find_map(|l| l.strip_prefix("@@INSIDE "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{all}"));
+    // 3 buffers of 64 pages: first touches give 192 samples; hinting faults add more.
+    assert!(
+        inside > 192 + 64,
+        "only {inside} samples in 192 pages with NUMA balancing on:\n{all}"
+    );
+    eprintln!(
+        "issue5 balancing guest: {:.1} s, {inside} samples in the buffers",
+        run.seconds
+    );
+}
