@@ -6,7 +6,9 @@
 //! program's time for the passes and its minor faults (getrusage): cost per induced fault =
 //! Δ time / Δ faults. Host: the uffd agent alone (LD_PRELOAD, no sampler) on private and shared
 //! memory, then under `numaff profile` (sampler + agent vs sampler alone). `--guest`: the same
-//! under `numaff profile` in a 2-node QEMU guest (TCG, Debian's kernel) with soft-dirty re-arming.
+//! under `numaff profile` in a 2-node QEMU guest (TCG, Debian's kernel) with soft-dirty re-arming,
+//! and soft-dirty faults timed inside one process (tests/profile/selfrearm.c: passes right after
+//! `clear_refs` against plain passes, alternated).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement program
 
 use std::path::{Path, PathBuf};
@@ -57,6 +59,14 @@ fn main() {
         .args(["-O2", "-o"])
         .arg(&prog)
         .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    let selfrearm = dir.join("selfrearm");
+    assert!(Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&selfrearm)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profile/selfrearm.c"))
         .status()
         .unwrap()
         .success());
@@ -118,15 +128,27 @@ fn main() {
              cat /tmp/o; \
              for how in off soft-dirty; do echo \"@@ $how\"; \
              /numaff profile -o /tmp/t.parquet --induce $how --induce-rate 5 \
-             -- /rewrite 16 3000 private 2>&1 | grep -E 'SECONDS|FAULTS|numaff:'; done; done"
+             -- /rewrite 16 3000 private 2>&1 | grep -E 'SECONDS|FAULTS|numaff:'; done; done; \
+             echo SELFREARM; for r in $(seq {REPS}); do /selfrearm 40; done"
         );
         let g = Guest::new(2, 2, 256)
             .kernel_arg("numa_balancing=disable")
             .file(&numaff, "/numaff")
             .file(&prog, "/rewrite")
+            .file(&selfrearm, "/selfrearm")
             .timeout(300);
         let out = g.run(&["sh", "-c", &script]).unwrap();
-        let parts: Vec<&str> = out.output.split("@@ ").skip(1).collect();
+        let (loops, selfrearm_out) = out
+            .output
+            .split_once("SELFREARM")
+            .expect("the guest script's output");
+        for l in selfrearm_out
+            .lines()
+            .filter(|l| l.starts_with("PERFAULT") || l.starts_with("CLEAR_REFS"))
+        {
+            println!("guest soft-dirty, inside one process (selfrearm.c): {l}");
+        }
+        let parts: Vec<&str> = loops.split("@@ ").skip(1).collect();
         for (i, four) in parts.chunks(4).enumerate() {
             if let [alone, clear, off, sd] = four {
                 report(
