@@ -15,6 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 
 use numaff_behave::{TraceMeta, TraceWriter};
+use numaff_linux::induce::{self, Induce, SoftDirtyRearmer};
 use numaff_linux::sampler::{self, PageFaultSampler};
 
 #[derive(Args)]
@@ -31,6 +32,13 @@ pub struct ProfileArgs {
     /// Profile a running process instead (its existing threads, and what they start later).
     #[arg(long, value_name = "PID", conflicts_with = "command")]
     pid: Option<i32>,
+    /// Induced extra faults, so that pages are sampled again after their first touch (kMAF
+    /// §4.2.2): auto, uffd (LD_PRELOAD agent), soft-dirty, balancing or off.
+    #[arg(long, value_name = "HOW", default_value = "auto")]
+    induce: Induce,
+    /// Re-arms per page per second for induced faults (soft-dirty: all pages every 1/RATE s).
+    #[arg(long, value_name = "RATE", default_value_t = induce::DEFAULT_RATE, value_parser = parse_rate)]
+    induce_rate: f64,
     /// List the samplers, whether they work on this machine and why not.
     #[arg(long)]
     list_samplers: bool,
@@ -63,6 +71,15 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1000.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a rate: give re-arms per page per second, above 0 and at most 1000 (e.g. 1, 0.2)"
+        )),
+    }
+}
+
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
@@ -74,6 +91,17 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         for s in sampler::list_samplers() {
             println!("{s}");
         }
+        let opts = induce::options();
+        println!();
+        println!("induced faults (--induce):");
+        for o in &opts {
+            println!("{o}");
+        }
+        println!(
+            "--induce auto uses here: {} for a command, {} with --pid",
+            induce::choose(&opts, true),
+            induce::choose(&opts, false)
+        );
         return Ok(());
     }
     if args.sampler != "page-faults" {
@@ -90,6 +118,24 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     if args.pid.is_none() && args.command.is_empty() {
         bail!("give the program to profile after --, or --pid PID (numaff profile -- ./prog args)");
     }
+
+    let induce_opts = induce::options();
+    let induce =
+        induce::resolve(args.induce, &induce_opts, args.pid.is_none()).map_err(|e| anyhow!(e))?;
+    // The uffd agent: written next to the trace's temporary files, its status beside it.
+    let agent_dir = std::env::temp_dir();
+    let status_prefix = agent_dir.join(format!("numaff-induce-{}", std::process::id()));
+    let agent_env = if induce == Induce::Uffd {
+        let so = induce::install_agent(&agent_dir).with_context(|| {
+            format!(
+                "cannot write numaff's agent into {} (set TMPDIR to a writable directory, or use --induce off)",
+                agent_dir.display()
+            )
+        })?;
+        induce::agent_env(&so, args.induce_rate, &status_prefix)
+    } else {
+        Vec::new()
+    };
 
     let machine = numaff_machine::discover_host().context("cannot discover this machine")?;
     let cpus: Vec<u32> = machine.pus().iter().collect();
@@ -125,7 +171,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             (pid, v, None, cmdline)
         }
         None => {
-            let child = WaitingChild::fork(&args.command)?;
+            let child = WaitingChild::fork(&args.command, &agent_env)?;
             let s = match PageFaultSampler::open(child.pid, &cpus, node_of_cpu.clone(), true) {
                 Ok(s) => s,
                 Err(e) => {
@@ -145,6 +191,12 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     if let Some(s) = samplers.first() {
         eprintln!("numaff: sampler {}", s.describe());
     }
+    eprintln!(
+        "numaff: induced faults: {}",
+        describe_induce(induce, args.induce_rate)
+    );
+    let mut soft_dirty =
+        (induce == Induce::SoftDirty).then(|| SoftDirtyRearmer::new(target, args.induce_rate));
 
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe. Installed after the
     // fork so that the program keeps the default dispositions.
@@ -179,7 +231,19 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let mut stopped_by = "the program exited";
     loop {
         if let Some(s) = samplers.first() {
-            s.wait(Duration::from_millis(50));
+            let wait = soft_dirty.as_ref().map_or(Duration::from_millis(50), |r| {
+                r.until_due().min(Duration::from_millis(50))
+            });
+            s.wait(wait);
+        }
+        if let Some(r) = &mut soft_dirty {
+            // The process may be exiting: a failed re-arm ends re-arming, not the profile.
+            if let Err(e) = r.tick() {
+                if alive(target) {
+                    eprintln!("numaff: soft-dirty re-arming stopped: {e}");
+                }
+                soft_dirty = None;
+            }
         }
         for s in &mut samplers {
             s.drain(&mut |x| {
@@ -242,6 +306,51 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     meta.rates.insert("samples".into(), samples as f64);
     meta.rates.insert("lost".into(), lost as f64);
     meta.rates.insert("period".into(), 1.0);
+    let mut induce_line = None;
+    if induce != Induce::Off {
+        // The way as a key (`induce_uffd`, `induce_soft-dirty`, `induce_balancing`) set to 1.
+        meta.rates.insert(format!("induce_{induce}"), 1.0);
+        meta.rates.insert("induce_rate".into(), args.induce_rate);
+    }
+    if let Some(r) = &soft_dirty {
+        meta.rates.insert("induce_rearms".into(), r.rearms() as f64);
+        induce_line = Some(format!(
+            "soft-dirty: {} re-arms of every page, {:.3} ms in clear_refs",
+            r.rearms(),
+            r.spent().as_secs_f64() * 1e3
+        ));
+    }
+    if induce == Induce::Uffd {
+        induce_line = Some(match induce::agent_status(&status_prefix, target) {
+            Some(st) => {
+                meta.rates
+                    .insert("induce_private_rearmed".into(), st.private_rearmed as f64);
+                meta.rates
+                    .insert("induce_shared_rearmed".into(), st.shared_rearmed as f64);
+                format!(
+                    "uffd agent {} ({}): {} ticks, {} private pages write-protected ({}), {} shared pages unmapped, {} errors",
+                    st.state, st.uffd, st.ticks, st.private_rearmed, st.private, st.shared_rearmed, st.errors
+                )
+            }
+            None => {
+                "uffd agent did not report (a static program, or one that ran under 100 ms)".into()
+            }
+        });
+        if let Ok(rd) = std::fs::read_dir(&agent_dir) {
+            let prefix = status_prefix
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            for e in rd.flatten() {
+                if e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{prefix}."))
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
     meta.rates.insert("wall_s".into(), wall.as_secs_f64());
     meta.rates
         .insert("samples_per_s".into(), samples as f64 / secs);
@@ -259,6 +368,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         wall.as_secs_f64(),
         args.output.display()
     );
+    if let Some(l) = induce_line {
+        println!("numaff: induced faults: {l}");
+    }
     if lost > 0 {
         println!(
             "numaff: {lost} samples were lost (ring buffers full): the analysis sees fewer faults than happened"
@@ -282,6 +394,23 @@ fn alive(pid: i32) -> bool {
     })
 }
 
+fn describe_induce(i: Induce, rate: f64) -> String {
+    match i {
+        Induce::Off => "off: each page is sampled at its first touch only".into(),
+        Induce::Uffd => format!(
+            "uffd agent (LD_PRELOAD), {rate} re-arms per page per second: {}",
+            induce::UFFD_SEES
+        ),
+        Induce::SoftDirty => format!(
+            "soft-dirty, every page re-armed every {:.3} s: {}",
+            1.0 / rate,
+            induce::SOFT_DIRTY_SEES
+        ),
+        Induce::Balancing => format!("NUMA-balancing hinting faults: {}", induce::BALANCING_SEES),
+        Induce::Auto => "auto".into(),
+    }
+}
+
 fn describe_status(st: i32) -> String {
     if libc::WIFEXITED(st) {
         format!("status {}", libc::WEXITSTATUS(st))
@@ -300,7 +429,7 @@ struct WaitingChild {
 }
 
 impl WaitingChild {
-    fn fork(command: &[OsString]) -> Result<Self> {
+    fn fork(command: &[OsString], extra_env: &[(String, String)]) -> Result<Self> {
         let args: Vec<CString> = command
             .iter()
             .map(|a| {
@@ -309,6 +438,30 @@ impl WaitingChild {
             .collect::<Result<_>>()?;
         let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         argv.push(std::ptr::null());
+        // The program's environment: numaff's, with `extra_env` set over it (built before the fork).
+        let mut env: Vec<CString> = Vec::new();
+        for (k, v) in std::env::vars_os() {
+            if extra_env
+                .iter()
+                .any(|(ek, _)| k.as_bytes() == ek.as_bytes())
+            {
+                continue;
+            }
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            if let Ok(c) = CString::new(kv) {
+                env.push(c);
+            }
+        }
+        for (k, v) in extra_env {
+            env.push(
+                CString::new(format!("{k}={v}"))
+                    .map_err(|_| anyhow!("environment variable {k} contains a NUL byte"))?,
+            );
+        }
+        let mut envp: Vec<*const libc::c_char> = env.iter().map(|a| a.as_ptr()).collect();
+        envp.push(std::ptr::null());
         let mut go = [0i32; 2];
         let mut err = [0i32; 2];
         // SAFETY: pipe2 writes two fds into the arrays, which live across the calls.
@@ -320,7 +473,7 @@ impl WaitingChild {
             }
         }
         // SAFETY: between fork and exec the child only makes async-signal-safe calls (read, close,
-        // execvp on buffers prepared before the fork, write, _exit); numaff has no other threads.
+        // execvpe on buffers prepared before the fork, write, _exit); numaff has no other threads.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             bail!("cannot fork: {}", std::io::Error::last_os_error());
@@ -336,7 +489,7 @@ impl WaitingChild {
                     && *libc::__errno_location() == libc::EINTR
                 {}
                 libc::close(go[0]);
-                libc::execvp(argv[0], argv.as_ptr());
+                libc::execvpe(argv[0], argv.as_ptr(), envp.as_ptr());
                 let e = *libc::__errno_location();
                 libc::write(err[1], (&e as *const i32).cast(), 4);
                 libc::_exit(127);

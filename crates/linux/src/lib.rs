@@ -9,6 +9,7 @@ pub mod affinity;
 pub mod balancing;
 pub mod error;
 pub mod follow;
+pub mod induce;
 pub mod maps;
 pub mod moves;
 pub mod mpol;

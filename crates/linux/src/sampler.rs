@@ -216,14 +216,14 @@ pub fn list_samplers() -> Vec<SamplerInfo> {
         available: false,
         why: match soft_dirty {
             Some(true) => {
-                "CONFIG_MEM_SOFT_DIRTY is set, but numaff does not induce faults yet".into()
+                "CONFIG_MEM_SOFT_DIRTY is set: induced write faults with --induce soft-dirty".into()
             }
             Some(false) => {
                 "this kernel has no CONFIG_MEM_SOFT_DIRTY (writes cannot be re-armed)".into()
             }
             None => {
                 "cannot tell whether this kernel has CONFIG_MEM_SOFT_DIRTY (no /proc/config.gz or \
-                     /boot/config-*); numaff does not induce faults yet"
+                     /boot/config-*); see --induce below"
                     .into()
             }
         },
@@ -239,8 +239,8 @@ pub fn list_samplers() -> Vec<SamplerInfo> {
         available: false,
         why: match nb {
             Ok(b) if b.is_enabled() => format!(
-                "kernel.numa_balancing is on ({b:?}); its hinting faults are not exposed to perf as \
-                 addresses, numaff does not read them yet"
+                "kernel.numa_balancing is on ({b:?}); its hinting faults are page faults that the \
+                 page-fault sampler sees (--induce balancing)"
             ),
             Ok(b) => format!("kernel.numa_balancing is {b:?}: no hinting faults"),
             Err(e) => format!("cannot read kernel.numa_balancing: {e}"),
@@ -265,7 +265,7 @@ fn kernel_config_has(key: &str) -> Option<bool> {
 
 /// Whether the kernel tracks soft-dirty bits: a freshly mapped and written page shows bit 55 in
 /// `/proc/self/pagemap` (new mappings are soft-dirty) only with CONFIG_MEM_SOFT_DIRTY.
-fn soft_dirty_probe() -> Option<bool> {
+pub(crate) fn soft_dirty_probe() -> Option<bool> {
     use std::io::{Read, Seek, SeekFrom};
     let page = page_size();
     // SAFETY: a fresh private anonymous mapping of one page, written once and unmapped below.

@@ -1,0 +1,66 @@
+/* For the 2-node guest test of induced faults (issue 5): two threads, pinned to argv[1] and argv[2]
+ * (a cpu of node 0 and one of node 1), each rewrites its own buffer and, in turn, a buffer they
+ * share, for argv[3] milliseconds. 64 pages each, private anonymous memory without transparent
+ * huge pages. Prints "BUF name start end" for the test. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGES 64
+static size_t LEN;
+static char *own[2], *shared;
+static int cpu[2];
+static long ms;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void *work(void *arg) {
+    int i = (int)(long)arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu[i], &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) { perror("sched_setaffinity"); exit(2); }
+    double end = now() + (double)ms / 1000.0;
+    for (unsigned round = 1; now() < end; round++) {
+        for (size_t k = 0; k < LEN; k += 512) own[i][k] = (char)round;
+        /* Each thread writes its own words of every shared page: both use every page. */
+        for (size_t k = (size_t)i * 8; k < LEN; k += 512) ((volatile char *)shared)[k] = (char)round;
+    }
+    return NULL;
+}
+
+static char *map(void) {
+    char *p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) { perror("mmap"); exit(2); }
+    madvise(p, LEN, MADV_NOHUGEPAGE);
+    return p;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) { fprintf(stderr, "usage: %s CPU_NODE0 CPU_NODE1 MS\n", argv[0]); return 2; }
+    cpu[0] = atoi(argv[1]);
+    cpu[1] = atoi(argv[2]);
+    ms = atol(argv[3]);
+    LEN = PAGES * (size_t)sysconf(_SC_PAGESIZE);
+    own[0] = map();
+    own[1] = map();
+    shared = map();
+    printf("BUF a %lu %lu\nBUF b %lu %lu\nBUF s %lu %lu\n", (unsigned long)own[0],
+           (unsigned long)(own[0] + LEN), (unsigned long)own[1], (unsigned long)(own[1] + LEN),
+           (unsigned long)shared, (unsigned long)(shared + LEN));
+    fflush(stdout);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, (void *)(long)i);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    return 0;
+}

@@ -1,0 +1,274 @@
+/* numaff's in-process agent for induced page faults (kMAF §4.2.2 without a kernel module), loaded
+ * with LD_PRELOAD by `numaff profile --induce uffd`.
+ *
+ * Every tick it re-arms a share of the program's pages so that their next access faults again and
+ * the page-fault sampler sees which thread touched them:
+ *  - private anonymous memory (heap, anonymous mmap): write-protected through userfaultfd in
+ *    asynchronous mode (UFFD_FEATURE_WP_ASYNC, Linux >= 6.7): the kernel itself resolves the next
+ *    write, for user and kernel accesses alike, so no thread ever blocks on the agent, no system
+ *    call gets EFAULT and no signal handler is involved. Reads of these pages are not seen.
+ *  - shared memory (MAP_SHARED anonymous, memfd, /dev/shm, SysV): unmapped with MADV_DONTNEED,
+ *    which keeps the data in the page cache; the next read or write maps it back (a minor fault).
+ * The agent never touches the program's data, installs no signal handler, blocks every signal in
+ * its own thread, and does nothing at all (silently) when NUMAFF_INDUCE_RATE is unset or a step
+ * fails. It reports what it did to $NUMAFF_INDUCE_STATUS.<pid> (one line, rewritten every tick). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+
+#define MAX_RANGES 4096
+#define MAPS_BYTES (1 << 20)
+
+struct range {
+    uintptr_t start, end;
+    int shared;
+};
+
+static struct {
+    int uffd;          /* -1: no write re-arming of private memory */
+    int user_mode_only;
+    double rate;       /* re-arms per page per second */
+    long tick_ms;
+    int status_fd;
+    uint64_t cursor;   /* page index where the next tick starts, over all eligible pages */
+    uint64_t ticks, private_pages, shared_pages, errors, eligible_pages;
+    const char *why;   /* why private memory is not re-armed, or NULL */
+} A = {.uffd = -1, .status_fd = -1};
+
+/* Zero-initialised (in .bss, not in the file). */
+static char maps[MAPS_BYTES];
+static struct range ranges[MAX_RANGES];
+
+static long page_size;
+
+static void status(const char *state) {
+    if (A.status_fd < 0)
+        return;
+    char line[512];
+    int n = snprintf(line, sizeof line,
+                     "state=%s uffd=%s ticks=%llu eligible_pages=%llu private_rearmed=%llu "
+                     "shared_rearmed=%llu errors=%llu rate=%g tick_ms=%ld private=%s\n",
+                     state, A.uffd >= 0 ? (A.user_mode_only ? "user-mode-only" : "full") : "none",
+                     (unsigned long long)A.ticks, (unsigned long long)A.eligible_pages,
+                     (unsigned long long)A.private_pages, (unsigned long long)A.shared_pages,
+                     (unsigned long long)A.errors, A.rate, A.tick_ms,
+                     A.why ? A.why : "write-protect");
+    if (n > 0) {
+        if (ftruncate(A.status_fd, 0) != 0) { /* a short file is still readable */ }
+        if (pwrite(A.status_fd, line, (size_t)n, 0) < 0) { /* nothing to do */ }
+    }
+}
+
+/* userfaultfd with asynchronous write-protection, or -1 (and A.why). */
+static int open_uffd(void) {
+    /* NUMAFF_INDUCE_USER_MODE_ONLY=1 asks for what an unprivileged user gets (for tests). */
+    const char *umo = getenv("NUMAFF_INDUCE_USER_MODE_ONLY");
+    int fd = -1;
+    errno = EPERM;
+    if (!(umo && strcmp(umo, "1") == 0))
+        fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && (errno == EPERM || errno == EACCES)) {
+        fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+        A.user_mode_only = fd >= 0;
+    }
+    if (fd < 0) {
+        A.why = errno == ENOSYS ? "no-userfaultfd" : "userfaultfd-refused";
+        return -1;
+    }
+    struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_WP_ASYNC};
+    if (ioctl(fd, UFFDIO_API, &api) != 0) {
+        A.why = "no-async-write-protect(linux<6.7)";
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int eligible_shared(const char *path) {
+    return strncmp(path, "/dev/zero", 9) == 0 || strncmp(path, "/SYSV", 5) == 0 ||
+           strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/shm/", 9) == 0;
+}
+
+/* The eligible mappings of /proc/self/maps into ranges; returns their count. */
+static int read_ranges(void) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = 0;
+    ssize_t r;
+    while (len < MAPS_BYTES - 1 && (r = read(fd, maps + len, MAPS_BYTES - 1 - len)) > 0)
+        len += (size_t)r;
+    close(fd);
+    maps[len] = 0;
+    int n = 0;
+    char *line = maps;
+    while (*line && n < MAX_RANGES) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        unsigned long s, e;
+        char perms[8] = {0};
+        int off = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &s, &e, perms, &off) >= 3) {
+            const char *path = off > 0 ? line + off : "";
+            while (*path == ' ')
+                path++;
+            int priv = strcmp(perms, "rw-p") == 0 && (*path == 0 || strcmp(path, "[heap]") == 0);
+            int shared = strcmp(perms, "rw-s") == 0 && eligible_shared(path);
+            if ((priv && A.uffd >= 0) || shared) {
+                ranges[n].start = s;
+                ranges[n].end = e;
+                ranges[n].shared = shared;
+                n++;
+            }
+        }
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return n;
+}
+
+static void rearm(uintptr_t s, uintptr_t e, int shared) {
+    size_t pages = (e - s) / (size_t)page_size;
+    if (shared) {
+        if (madvise((void *)s, e - s, MADV_DONTNEED) == 0)
+            A.shared_pages += pages;
+        else
+            A.errors++;
+        return;
+    }
+    struct uffdio_writeprotect wp = {.range = {.start = s, .len = e - s},
+                                     .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+    if (ioctl(A.uffd, UFFDIO_WRITEPROTECT, &wp) == 0)
+        A.private_pages += pages;
+    else
+        A.errors++;
+}
+
+static void tick(void) {
+    int n = read_ranges();
+    if (n < 0) {
+        A.errors++;
+        return;
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        struct range *r = &ranges[i];
+        if (!r->shared) {
+            /* Registering again is harmless; new and grown mappings get registered. */
+            struct uffdio_register reg = {.range = {.start = r->start, .len = r->end - r->start},
+                                          .mode = UFFDIO_REGISTER_MODE_WP};
+            if (ioctl(A.uffd, UFFDIO_REGISTER, &reg) != 0) {
+                A.errors++;
+                r->end = r->start; /* not eligible this tick */
+            }
+        }
+        total += (r->end - r->start) / (uint64_t)page_size;
+    }
+    A.eligible_pages = total;
+    if (total == 0)
+        return;
+    double want = (double)total * A.rate * (double)A.tick_ms / 1000.0;
+    uint64_t budget = want < 1.0 ? 1 : (uint64_t)want;
+    if (budget > total)
+        budget = total;
+    uint64_t from = A.cursor % total, done = 0, base = 0;
+    /* Walk the window [from, from + budget) over the concatenated pages, wrapping once. */
+    for (int pass = 0; pass < 2 && done < budget; pass++) {
+        base = 0;
+        for (int i = 0; i < n && done < budget; i++) {
+            struct range *r = &ranges[i];
+            uint64_t pages = (r->end - r->start) / (uint64_t)page_size;
+            uint64_t lo = base, hi = base + pages;
+            base = hi;
+            uint64_t start = from > lo ? from : lo;
+            if (start >= hi)
+                continue;
+            uint64_t take = hi - start;
+            if (take > budget - done)
+                take = budget - done;
+            uintptr_t s = r->start + (uintptr_t)((start - lo) * (uint64_t)page_size);
+            rearm(s, s + (uintptr_t)(take * (uint64_t)page_size), r->shared);
+            done += take;
+            from = start + take;
+        }
+        from = 0;
+    }
+    A.cursor = (A.cursor + budget) % total;
+}
+
+static void *agent(void *arg) {
+    (void)arg;
+    struct timespec ts = {.tv_sec = A.tick_ms / 1000, .tv_nsec = (A.tick_ms % 1000) * 1000000L};
+    for (;;) {
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        ts.tv_sec = A.tick_ms / 1000;
+        ts.tv_nsec = (A.tick_ms % 1000) * 1000000L;
+        tick();
+        A.ticks++;
+        status("on");
+    }
+    return NULL;
+}
+
+__attribute__((constructor)) static void numaff_agent_start(void) {
+    const char *rate = getenv("NUMAFF_INDUCE_RATE");
+    if (!rate)
+        return;
+    page_size = sysconf(_SC_PAGESIZE);
+    if (page_size <= 0)
+        return;
+    A.rate = strtod(rate, NULL);
+    const char *tick = getenv("NUMAFF_INDUCE_TICK_MS");
+    A.tick_ms = tick ? strtol(tick, NULL, 10) : 100;
+    if (A.tick_ms < 1 || A.tick_ms > 60000)
+        A.tick_ms = 100;
+    if (!(A.rate > 0.0))
+        return;
+    const char *st = getenv("NUMAFF_INDUCE_STATUS");
+    if (st) {
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s.%ld", st, (long)getpid()) < (int)sizeof path)
+            A.status_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    }
+    A.uffd = open_uffd();
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    pthread_attr_t attr;
+    int ok = pthread_attr_init(&attr) == 0;
+    if (ok) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &attr, agent, NULL) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ok) {
+        pthread_setname_np(t, "numaff-agent");
+        status("started");
+    } else {
+        status("off:no-thread");
+    }
+}
