@@ -49,6 +49,28 @@ pub(crate) fn prefetch<T>(value: &T) {
     let _ = value;
 }
 
+/// Asks Linux to back the (not yet touched) buffer of `v` with transparent huge pages where it
+/// covers whole 2 MiB pages: random accesses to a table of megabytes then miss the TLB far less
+/// (issue 5: ingest speed). A hint only; nothing happens where THP is off or on other systems.
+fn advise_huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_ptr() as usize;
+        let end = start + v.capacity() * std::mem::size_of::<T>();
+        let (lo, hi) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+        if hi > lo {
+            // SAFETY: madvise(MADV_HUGEPAGE) on whole pages inside v's own allocation changes how
+            // the kernel backs them, not their contents or validity.
+            unsafe {
+                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
 /// The tag of an empty entry.
 const NO_BLOCK: u32 = u32::MAX;
 
@@ -80,15 +102,18 @@ impl SharingTable {
     /// An empty table.
     pub fn new(config: SharingTableConfig) -> Self {
         let blocks = config.blocks.max(1).next_power_of_two();
+        let mut entries = Vec::with_capacity(blocks);
+        advise_huge_pages(&entries);
+        entries.resize(
+            blocks,
+            Entry {
+                tag: NO_BLOCK,
+                mru: EMPTY,
+                lru: EMPTY,
+            },
+        );
         SharingTable {
-            entries: vec![
-                Entry {
-                    tag: NO_BLOCK,
-                    mru: EMPTY,
-                    lru: EMPTY,
-                };
-                blocks
-            ],
+            entries,
             bits: blocks.trailing_zeros(),
             block_shift: config
                 .block_bytes
