@@ -41,6 +41,27 @@ fn ingest(c: &mut Criterion) {
             }
         })
     });
+    // The batch APIs, fed as a trace reader feeds samples: in batches of 1024, each split into the
+    // (page, node) and (thread, address) arrays here, inside the timed loop.
+    group.bench_function("numa_table+sharing_table/batch", |b| {
+        let mut numa = NumaTable::new(NumaTableConfig::new(4, 1 << 20));
+        let mut sharing = SharingTable::new(SharingTableConfig::default());
+        let mut matrix = SharingMatrix::new();
+        let mut pages: Vec<(u64, u32)> = Vec::with_capacity(1024);
+        let mut accesses: Vec<(u16, u64)> = Vec::with_capacity(1024);
+        b.iter(|| {
+            for batch in stream.chunks(1024) {
+                pages.clear();
+                accesses.clear();
+                for &(t, node, addr) in batch {
+                    pages.push((addr >> 12, node as u32));
+                    accesses.push((t, addr));
+                }
+                numa.record_batch(&pages);
+                sharing.record_batch(&accesses, &mut matrix);
+            }
+        })
+    });
     group.finish();
 }
 

@@ -537,6 +537,16 @@ impl TraceReader {
         let mut index = [None; 9];
         for (i, col) in COLUMNS.iter().enumerate() {
             index[i] = names.iter().position(|n| n == col);
+            if index[i].is_none() && i < 7 && crate::perf_script::looks_like(&header) {
+                return Err(TraceError::Format {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "this is `perf script` text, not a trace: convert it with `numaff profile \
+                         --import {} -o trace.parquet` (which maps its cpus to this machine's nodes)",
+                        path.display()
+                    ),
+                });
+            }
             if index[i].is_none() && i < 7 {
                 return Err(TraceError::Row {
                     path: path.to_path_buf(),
@@ -1026,6 +1036,16 @@ mod tests {
             Err(e) => e.to_string(),
             Ok(r) => r.read_all().unwrap_err().to_string(),
         }
+    }
+
+    #[test]
+    fn issue5_perf_script_text_is_told_apart_and_sent_to_import() {
+        let e = csv_err("pf 19098/19102 [001] 10868.447952: page-faults:u:     7f26dc0b4000\n");
+        assert!(
+            e.starts_with("bad.csv is not a numaff trace: this is `perf script` text"),
+            "{e}"
+        );
+        assert!(e.contains("numaff profile --import bad.csv"), "{e}");
     }
 
     #[test]

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 
-use numaff_behave::{TraceMeta, TraceWriter};
+use numaff_behave::perf_script::PerfScriptReader;
+use numaff_behave::{Sample, TraceError, TraceMeta, TraceWriter};
 use numaff_linux::induce::{self, Induce, SoftDirtyRearmer};
 use numaff_linux::sampler::{self, PageFaultSampler};
 
@@ -42,6 +43,10 @@ pub struct ProfileArgs {
     /// List the samplers, whether they work on this machine and why not.
     #[arg(long)]
     list_samplers: bool,
+    /// Convert `perf script` text (e.g. from `perf mem record`) into a trace instead of sampling;
+    /// cpus are mapped to this machine's nodes (see README "Importing perf script output").
+    #[arg(long, value_name = "PERF_TXT", conflicts_with_all = ["command", "pid"])]
+    import: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -104,6 +109,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         );
         return Ok(());
     }
+    if let Some(input) = &args.import {
+        return import_perf_script(input, &args.output);
+    }
     if args.sampler != "page-faults" {
         let why = sampler::list_samplers()
             .into_iter()
@@ -138,12 +146,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     };
 
     let machine = numaff_machine::discover_host().context("cannot discover this machine")?;
-    let cpus: Vec<u32> = machine.pus().iter().collect();
-    let max_cpu = cpus.iter().copied().max().unwrap_or(0) as usize;
-    let mut node_of_cpu = vec![0u32; max_cpu + 1];
-    for &c in &cpus {
-        node_of_cpu[c as usize] = machine.node_of_pu(c).unwrap_or(0);
-    }
+    let (cpus, node_of_cpu) = cpus_and_nodes(&machine);
     let machine_toml = numaff_machine::file::to_toml_string(&machine).ok();
 
     // Open the samplers: on a waiting child (CMD) or on each thread of a running process (PID).
@@ -172,7 +175,16 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         }
         None => {
             let child = WaitingChild::fork(&args.command, &agent_env)?;
-            let s = match PageFaultSampler::open(child.pid, &cpus, node_of_cpu.clone(), true) {
+            // Large rings (within a fixed budget): the reader may fall behind the program for
+            // longer, and wakes up less often.
+            let ring = sampler::ring_pages_for(cpus.len());
+            let s = match PageFaultSampler::open_with_ring(
+                child.pid,
+                &cpus,
+                node_of_cpu.clone(),
+                true,
+                ring,
+            ) {
                 Ok(s) => s,
                 Err(e) => {
                     child.kill();
@@ -217,7 +229,8 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         page_size,
         ..TraceMeta::default()
     };
-    let mut writer = TraceWriter::create(&args.output, &meta)?;
+    let writer = BackgroundWriter::start(TraceWriter::create(&args.output, &meta)?);
+    let mut pending: Vec<Sample> = Vec::with_capacity(WRITE_BATCH);
 
     let start = Instant::now();
     let mut child = child;
@@ -225,7 +238,6 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         c.go()
             .with_context(|| format!("cannot run {command_line}"))?;
     }
-    let mut write_err = None;
     let mut last_names = Instant::now() - Duration::from_secs(1);
     let mut status = None;
     let mut stopped_by = "the program exited";
@@ -246,16 +258,12 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             }
         }
         for s in &mut samplers {
-            s.drain(&mut |x| {
-                if write_err.is_none() {
-                    if let Err(e) = writer.write(&x) {
-                        write_err = Some(e);
-                    }
-                }
-            });
+            s.drain(&mut |x| pending.push(x));
         }
-        if let Some(e) = write_err.take() {
-            return Err(e.into());
+        if pending.len() >= WRITE_BATCH
+            && !writer.send(std::mem::replace(&mut pending, writer.empty_batch()))
+        {
+            break; // the writer failed: its error comes from finish() below
         }
         if last_names.elapsed() >= Duration::from_millis(200) {
             if let Ok(threads) = numaff_linux::tasks::threads(target) {
@@ -289,17 +297,10 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     }
     let wall = start.elapsed();
     for s in &mut samplers {
-        s.drain(&mut |x| {
-            if write_err.is_none() {
-                if let Err(e) = writer.write(&x) {
-                    write_err = Some(e);
-                }
-            }
-        });
+        s.drain(&mut |x| pending.push(x));
     }
-    if let Some(e) = write_err {
-        return Err(e.into());
-    }
+    writer.send(pending);
+    let mut writer = writer.finish()?;
     let samples: u64 = samplers.iter().map(|s| s.samples()).sum();
     let lost: u64 = samplers.iter_mut().map(|s| s.lost_total()).sum();
     let secs = wall.as_secs_f64().max(1e-9);
@@ -361,6 +362,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     });
     drop(samplers);
     writer.finish()?;
+    let cpu = cpu_times();
 
     println!(
         "numaff: {samples} samples, {lost} lost, {} threads named, in {:.3} s wall ({stopped_by}); wrote {}",
@@ -370,6 +372,14 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     );
     if let Some(l) = induce_line {
         println!("numaff: induced faults: {l}");
+    }
+    if let Some((own, program)) = cpu {
+        let per_sample = if samples > 0 {
+            format!(" ({:.2} µs per sample)", own * 1e6 / samples as f64)
+        } else {
+            String::new()
+        };
+        println!("numaff: cpu time: numaff {own:.3} s{per_sample}, the program {program:.3} s");
     }
     if lost > 0 {
         println!(
@@ -382,6 +392,135 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             eprintln!("numaff: the program exited with {}", describe_status(st));
         }
     }
+    Ok(())
+}
+
+/// Samples handed to the trace writer at a time (the writer's own batches are as large).
+const WRITE_BATCH: usize = numaff_behave::trace::BATCH_ROWS;
+
+/// Encodes and writes the trace on a thread of its own at the lowest priority (nice 19), off the
+/// path that drains the ring buffers: Parquet encoding then takes cpu time the profiled program
+/// leaves idle instead of competing with it (issue 5: sampling overhead). Batches queue up in
+/// memory meanwhile, at most [`QUEUED_BATCHES`] of them (then the reader waits for the writer).
+struct BackgroundWriter {
+    tx: std::sync::mpsc::SyncSender<Vec<Sample>>,
+    /// Emptied batches coming back for reuse: no fresh memory (and page faults) per batch.
+    spare: std::sync::mpsc::Receiver<Vec<Sample>>,
+    thread: std::thread::JoinHandle<Result<TraceWriter, TraceError>>,
+}
+
+/// Batches of [`WRITE_BATCH`] samples the writer may lag behind (64 × 64 Ki samples, about 250 MiB).
+const QUEUED_BATCHES: usize = 64;
+
+impl BackgroundWriter {
+    fn start(mut writer: TraceWriter) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Sample>>(QUEUED_BATCHES);
+        let (back, spare) = std::sync::mpsc::sync_channel::<Vec<Sample>>(QUEUED_BATCHES + 2);
+        let thread = std::thread::spawn(move || {
+            // SAFETY: setpriority on this thread (who = its tid); no memory is involved. A failure
+            // only leaves the writer at normal priority.
+            unsafe {
+                let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+            }
+            for mut batch in rx {
+                writer.write_all(&batch)?;
+                batch.clear();
+                let _ = back.try_send(batch);
+            }
+            Ok(writer)
+        });
+        BackgroundWriter { tx, spare, thread }
+    }
+
+    /// An empty batch of [`WRITE_BATCH`] capacity, reused when the writer has one.
+    fn empty_batch(&self) -> Vec<Sample> {
+        self.spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(WRITE_BATCH))
+    }
+
+    /// Queues samples; false if the writer stopped on an error ([`Self::finish`] returns it).
+    fn send(&self, batch: Vec<Sample>) -> bool {
+        batch.is_empty() || self.tx.send(batch).is_ok()
+    }
+
+    /// Waits for every queued sample to be written; the writer, or its error.
+    fn finish(self) -> Result<TraceWriter> {
+        drop(self.tx);
+        match self.thread.join() {
+            Ok(r) => Ok(r?),
+            Err(_) => bail!("the trace writer thread panicked"),
+        }
+    }
+}
+
+/// numaff's own cpu time and that of its waited-for children (the program), in seconds.
+fn cpu_times() -> Option<(f64, f64)> {
+    let get = |who| {
+        // SAFETY: getrusage writes one rusage struct into a live local.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        (unsafe { libc::getrusage(who, &mut u) } == 0).then(|| {
+            let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+            t(u.ru_utime) + t(u.ru_stime)
+        })
+    };
+    Some((get(libc::RUSAGE_SELF)?, get(libc::RUSAGE_CHILDREN)?))
+}
+
+/// The machine's cpus and, indexed by cpu, the node of each.
+fn cpus_and_nodes(machine: &numaff_machine::Machine) -> (Vec<u32>, Vec<u32>) {
+    let cpus: Vec<u32> = machine.pus().iter().collect();
+    let max_cpu = cpus.iter().copied().max().unwrap_or(0) as usize;
+    let mut node_of_cpu = vec![0u32; max_cpu + 1];
+    for &c in &cpus {
+        node_of_cpu[c as usize] = machine.node_of_pu(c).unwrap_or(0);
+    }
+    (cpus, node_of_cpu)
+}
+
+/// `numaff profile --import PERF_TXT -o TRACE`: `perf script` text to a trace, the node of each
+/// sample from its cpu on this machine. The trace is written whole or not at all.
+fn import_perf_script(input: &std::path::Path, output: &std::path::Path) -> Result<()> {
+    let machine = numaff_machine::discover_host().context("cannot discover this machine")?;
+    let (_, node_of_cpu) = cpus_and_nodes(&machine);
+    let mut reader = PerfScriptReader::open(input, node_of_cpu)?;
+    let mut meta = TraceMeta {
+        machine: numaff_machine::file::to_toml_string(&machine).ok(),
+        command: Some(format!("imported from {}", input.display())),
+        sampler: Some("perf-script".into()),
+        ..TraceMeta::default()
+    };
+    let mut writer = TraceWriter::create(output, &meta)?;
+    let mut samples = 0u64;
+    for batch in reader.by_ref() {
+        let batch = batch?;
+        samples += batch.len() as u64;
+        writer.write_all(&batch)?;
+    }
+    if samples == 0 {
+        bail!(
+            "{} has no samples (is it the output of `{}`?)",
+            input.display(),
+            numaff_behave::perf_script::RECOMMENDED
+        );
+    }
+    meta.thread_names = reader.thread_names().clone();
+    meta.rates.insert("samples".into(), samples as f64);
+    writer.append_meta(&TraceMeta {
+        rates: meta.rates.clone(),
+        thread_names: meta.thread_names.clone(),
+        ..TraceMeta::default()
+    });
+    writer.finish()?;
+    println!(
+        "numaff: imported {samples} samples of {} threads from {}; wrote {}",
+        meta.thread_names.len(),
+        input.display(),
+        output.display()
+    );
+    println!("next: numaff analyze {}", output.display());
     Ok(())
 }
 

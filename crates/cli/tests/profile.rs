@@ -231,3 +231,92 @@ fn profile_a_running_process_by_pid() {
     assert!(tids.len() >= 4, "{} tids", tids.len());
     assert!(samples.len() >= 4 * 3900, "{} samples", samples.len());
 }
+
+/// `numaff profile --import`: `perf script` text to a trace that `numaff analyze` reads; a bad
+/// line is an error naming the line, and no trace is left behind.
+#[test]
+fn issue5_import_perf_script_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = dir.path().join("perf.txt");
+    // Two threads fault on the same 256-byte blocks, on cpu 0 (every machine has one).
+    let mut lines = String::from("# perf script -F comm,pid,tid,cpu,time,event,addr\n");
+    for i in 0..20u64 {
+        let tid = 101 + i % 2;
+        lines.push_str(&format!(
+            "  worker {tid} 100/{tid} [000] 50.{:06}: page-faults:u:  {:x}\n",
+            i + 1,
+            0x7f00_0000_0000u64 + (i / 2) * 4096
+        ));
+    }
+    std::fs::write(&text, &lines).expect("write perf.txt");
+    let trace = dir.path().join("t.parquet");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--import"])
+        .arg(&text)
+        .arg("-o")
+        .arg(&trace)
+        .output()
+        .expect("run numaff");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("imported 20 samples of 2 threads"),
+        "{stdout}"
+    );
+    let reader = TraceReader::open(&trace).expect("trace opens");
+    assert_eq!(reader.meta().sampler.as_deref(), Some("perf-script"));
+    assert_eq!(
+        reader.meta().thread_names.get(&102).map(String::as_str),
+        Some("worker 102")
+    );
+    let samples = reader.read_all().expect("trace reads");
+    assert_eq!(samples.len(), 20);
+    assert_eq!(samples[1].time_ns, 50_000_002_000);
+    assert_eq!(samples[3].addr, 0x7f00_0000_1000);
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["analyze", "--json"])
+        .arg(&trace)
+        .output()
+        .expect("run numaff analyze");
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["threads"].as_array().map(Vec::len), Some(2));
+
+    // Handing the text to analyze says to import it.
+    let out = Command::new(cargo_bin("numaff"))
+        .arg("analyze")
+        .arg(&text)
+        .output()
+        .expect("run numaff analyze");
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("numaff profile --import"), "{e}");
+
+    // A bad line: the error names it; nothing is written.
+    std::fs::write(
+        &text,
+        format!("{lines}  worker 101 100/101 [000] 50.5: page-faults:u:\n"),
+    )
+    .expect("write perf.txt");
+    let bad = dir.path().join("bad.parquet");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--import"])
+        .arg(&text)
+        .arg("-o")
+        .arg(&bad)
+        .output()
+        .expect("run numaff");
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("line 22: no data address"), "{e}");
+    assert!(!bad.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("dir").count(),
+        2,
+        "only perf.txt and t.parquet: no temporary file left"
+    );
+}

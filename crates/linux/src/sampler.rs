@@ -49,6 +49,26 @@ pub mod sample_type {
 /// Data pages of each per-cpu ring buffer (as `perf record`'s default of 512 KiB with 4 KiB pages).
 pub const RING_DATA_PAGES: usize = 128;
 
+/// Memory [`ring_pages_for`] spreads over the per-cpu ring buffers of one profiled program.
+pub const RING_BUDGET_BYTES: usize = 16 << 20;
+
+/// The most data pages [`ring_pages_for`] gives a ring: larger rings cost more to set up and tear
+/// down (the kernel allocates and zeroes them: about 1 ms per MiB measured here) than they save.
+pub const RING_DATA_PAGES_MAX: usize = 512;
+
+/// Data pages per ring buffer for `cpus` cpus within [`RING_BUDGET_BYTES`]: a power of two between
+/// [`RING_DATA_PAGES`] and [`RING_DATA_PAGES_MAX`] (2 MiB). Larger rings let the reader wake up less often and fall
+/// behind for longer without losing samples, so that it can leave the cpus to the program.
+pub fn ring_pages_for(cpus: usize) -> usize {
+    let per_cpu = RING_BUDGET_BYTES / page_size() / cpus.max(1);
+    let pages = if per_cpu.is_power_of_two() {
+        per_cpu
+    } else {
+        per_cpu.next_power_of_two() / 2
+    };
+    pages.clamp(RING_DATA_PAGES, RING_DATA_PAGES_MAX)
+}
+
 /// A sampler that failed: what, and what to do.
 #[derive(Debug)]
 pub struct SamplerError {
@@ -458,7 +478,22 @@ impl PageFaultSampler {
         node_of_cpu: Vec<u32>,
         enable_on_exec: bool,
     ) -> Result<Self, SamplerError> {
+        Self::open_with_ring(pid, cpus, node_of_cpu, enable_on_exec, RING_DATA_PAGES)
+    }
+
+    /// As [`Self::open`], with rings of `ring_pages` data pages (a power of two) where the kernel
+    /// allows it: if it refuses a ring that large (the locked-memory limit of an unprivileged
+    /// user), that cpu falls back to [`RING_DATA_PAGES`]. Each ring wakes the reader when a quarter
+    /// of it is full.
+    pub fn open_with_ring(
+        pid: i32,
+        cpus: &[u32],
+        node_of_cpu: Vec<u32>,
+        enable_on_exec: bool,
+        ring_pages: usize,
+    ) -> Result<Self, SamplerError> {
         let page = page_size();
+        let ring_pages = ring_pages.max(1).next_power_of_two();
         let mut rings = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             let mut b = Builder::new(Software::PAGE_FAULTS);
@@ -470,21 +505,38 @@ impl PageFaultSampler {
                 .sample_period(1)
                 .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::ADDR | SampleFlag::CPU)
                 .clockid(Clock::MONOTONIC)
-                .wakeup_watermark(RING_DATA_PAGES * page / 4)
+                .wakeup_watermark(ring_pages * page / 4)
                 .enabled(!enable_on_exec)
                 .enable_on_exec(enable_on_exec);
-            let counter = b.build().map_err(|e| SamplerError {
-                what: format!("open a page-fault perf event on task {pid}, cpu {cpu}"),
-                advice: perf_advice(&e),
-                source: e,
-            })?;
-            let ring = counter
-                .sampled(RING_DATA_PAGES * page)
-                .map_err(|e| SamplerError {
-                    what: format!("mmap the ring buffer of cpu {cpu} ({RING_DATA_PAGES} pages)"),
-                    advice: "raise kernel.perf_event_mlock_kb or ulimit -l, or run as root".into(),
+            let open = |b: &mut Builder, pages: usize| {
+                b.wakeup_watermark(pages * page / 4);
+                b.build().map_err(|e| SamplerError {
+                    what: format!("open a page-fault perf event on task {pid}, cpu {cpu}"),
+                    advice: perf_advice(&e),
                     source: e,
-                })?;
+                })
+            };
+            let ring = match open(&mut b, ring_pages)?.sampled(ring_pages * page) {
+                Ok(r) => r,
+                Err(_) if ring_pages > RING_DATA_PAGES => open(&mut b, RING_DATA_PAGES)?
+                    .sampled(RING_DATA_PAGES * page)
+                    .map_err(|e| SamplerError {
+                        what: format!(
+                            "mmap the ring buffer of cpu {cpu} ({RING_DATA_PAGES} pages)"
+                        ),
+                        advice: "raise kernel.perf_event_mlock_kb or ulimit -l, or run as root"
+                            .into(),
+                        source: e,
+                    })?,
+                Err(e) => {
+                    return Err(SamplerError {
+                        what: format!("mmap the ring buffer of cpu {cpu} ({ring_pages} pages)"),
+                        advice: "raise kernel.perf_event_mlock_kb or ulimit -l, or run as root"
+                            .into(),
+                        source: e,
+                    })
+                }
+            };
             rings.push(ring);
         }
         Ok(PageFaultSampler {
@@ -682,6 +734,29 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("root"), "{text}");
+    }
+
+    #[test]
+    fn issue5_ring_pages_stay_within_budget_and_bounds() {
+        let page = page_size();
+        for cpus in [1, 2, 3, 8, 64, 1024] {
+            let p = ring_pages_for(cpus);
+            assert!(p.is_power_of_two(), "{cpus} cpus: {p}");
+            assert!(
+                (RING_DATA_PAGES..=RING_DATA_PAGES_MAX).contains(&p),
+                "{cpus} cpus: {p}"
+            );
+            assert!(
+                p == RING_DATA_PAGES || p * page * cpus <= RING_BUDGET_BYTES,
+                "{cpus} cpus: {p} pages"
+            );
+        }
+        assert_eq!(ring_pages_for(1024), RING_DATA_PAGES);
+        if page == 4096 {
+            assert_eq!(ring_pages_for(2), 512);
+            assert_eq!(ring_pages_for(16), 256);
+            assert_eq!(ring_pages_for(32), 128);
+        }
     }
 
     #[test]
