@@ -3,6 +3,8 @@
 # profiling, alternated over REPS repetitions in one run; prints each pair, the ratio of medians,
 # and the median cpu time numaff itself used (its reader and trace writer; numaff prints it).
 # Usage: scripts/profile-overhead.sh [NUMAFF] [REPS] [PASSES]   (use a release build of numaff)
+# PROFILE_FLAGS adds options to `numaff profile`, e.g. PROFILE_FLAGS='--induce off' for the
+# first-touch sampler alone (the default also induces faults, --induce auto).
 set -eu
 NUMAFF=${1:-target/debug/numaff}
 REPS=${2:-5}
@@ -16,7 +18,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 i=0
 while [ $i -lt "$REPS" ]; do
     t0=$(now); "$DIR/membound" "$PASSES" > /dev/null; t1=$(now)
-    "$NUMAFF" profile -o "$DIR/t.parquet" -- "$DIR/membound" "$PASSES" > "$DIR/out" 2>/dev/null; t2=$(now)
+    "$NUMAFF" profile ${PROFILE_FLAGS:-} -o "$DIR/t.parquet" -- "$DIR/membound" "$PASSES" > "$DIR/out" 2>/dev/null; t2=$(now)
     echo "$t0 $t1 $t2" | awk '{printf "plain %.3f s  profiled %.3f s\n", $2-$1, $3-$2}'
     echo "$t0 $t1 $t2" | awk '{print $2-$1, $3-$2}' >> "$DIR/times"
     grep samples, "$DIR/out" | awk '{print $2, $4}' >> "$DIR/counts"
