@@ -295,21 +295,32 @@ fn matching(g: &Sub, maxw: i64) -> (Vec<u32>, usize) {
 
 /// The coarse graph of a matching: weights summed, edges inside a coarse vertex dropped.
 fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); cn];
+    // members of each coarse vertex in compressed rows (counting sort by coarse vertex)
+    let mut first = vec![0usize; cn + 1];
+    for &c in map {
+        first[c as usize + 1] += 1;
+    }
+    for c in 0..cn {
+        first[c + 1] += first[c];
+    }
+    let mut fill = first.clone();
+    let mut members = vec![0u32; map.len()];
     for (x, &c) in map.iter().enumerate() {
-        members[c as usize].push(x);
+        members[fill[c as usize]] = x as u32;
+        fill[c as usize] += 1;
     }
     let mut acc = vec![0.0; cn];
     let mut touched: Vec<usize> = Vec::new();
     let mut out = Sub {
         off: Vec::with_capacity(cn + 1),
-        adj: Vec::new(),
-        w: Vec::new(),
+        adj: Vec::with_capacity(g.adj.len()),
+        w: Vec::with_capacity(g.adj.len()),
         vw: vec![0; cn],
     };
     out.off.push(0);
-    for (c, m) in members.iter().enumerate() {
-        for &x in m {
+    for c in 0..cn {
+        for &x in &members[first[c]..first[c + 1]] {
+            let x = x as usize;
             out.vw[c] += g.vw[x];
             for (y, w) in g.row(x) {
                 let h = map[y] as usize;
@@ -367,7 +378,9 @@ impl GainHeap {
     }
 
     fn top(&self) -> Option<(f64, usize)> {
-        self.heap.first().map(|&v| (self.key[v as usize], v as usize))
+        self.heap
+            .first()
+            .map(|&v| (self.key[v as usize], v as usize))
     }
 
     /// Inserts `v` with `key`, or moves it to `key` when present.
@@ -460,11 +473,19 @@ impl GainHeap {
 fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     let n = g.len();
     let mut best: Option<(f64, Vec<u8>)> = None;
-    let mut consider = |mut side: Vec<u8>, wk: &mut Work| {
-        refine(g, &mut side, ca, tol, 1, wk);
-        let c = g.cut(&side);
+    // Starts that grow the same partition as an earlier one are refined once (refinement is
+    // deterministic, and only a strictly better cut replaces the best).
+    let mut seen: Vec<Vec<u8>> = Vec::new();
+    let mut consider = |side: Vec<u8>, wk: &mut Work| {
+        if seen.contains(&side) {
+            return;
+        }
+        let mut refined = side.clone();
+        seen.push(side);
+        refine(g, &mut refined, ca, tol, 1, wk);
+        let c = g.cut(&refined);
         if best.as_ref().is_none_or(|(bc, _)| c < *bc) {
-            best = Some((c, side));
+            best = Some((c, refined));
         }
     };
     let mut order = vec![1u8; n];
@@ -603,12 +624,9 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
             let mut boundary = false;
             let sx = side[x];
             for (y, w) in g.row(x) {
-                if side[y] != sx {
-                    gx += w;
-                    boundary = true;
-                } else {
-                    gx -= w;
-                }
+                let other = side[y] != sx;
+                gx += if other { w } else { -w };
+                boundary |= other;
             }
             gain[x] = gx;
             locked[x] = false;
