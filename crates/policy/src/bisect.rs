@@ -13,18 +13,16 @@
 //! level on the way back; splits of at most [`EXACT`] tasks are enumerated. Deterministic: no
 //! randomness, ties go to the lower index.
 
-use std::cmp::Ordering;
-
 use crate::graph::Graph;
 use crate::tree::Tree;
 
 /// Coarsening stops at this many vertices.
-const COARSE: usize = 48;
+const COARSE: usize = 24;
 /// FM passes per level at most.
 const PASSES: usize = 3;
 /// Graph-growing starts from evenly spaced seeds on the coarsest graph (plus the order and the
 /// pseudo-peripheral starts).
-const STARTS: usize = 8;
+const STARTS: usize = 4;
 /// Graphs of at most twice this many vertices get only two evenly spaced starts.
 const SMALL: usize = 8;
 /// Graphs of at most this many vertices are split optimally by enumeration.
@@ -351,9 +349,17 @@ fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
 struct GainHeap {
     heap: Vec<u32>,
     key: Vec<f64>,
+    /// `key` as integers in the order of `f64::total_cmp` (cheaper to compare).
+    ord: Vec<i64>,
     /// Position of each vertex in `heap` (`u32::MAX`: absent).
     pos: Vec<u32>,
+    /// Small graphs: `heap` is an unordered list and the best is found by a scan (fewer
+    /// operations than sifting for a few dozen vertices; the same best).
+    linear: bool,
 }
+
+/// Graphs of at most this many vertices use the scanned list instead of the heap.
+const LINEAR: usize = 48;
 
 impl GainHeap {
     /// Empties the heap and sizes it for `n` vertices.
@@ -365,36 +371,49 @@ impl GainHeap {
         if self.pos.len() < n {
             self.pos.resize(n, u32::MAX);
             self.key.resize(n, 0.0);
+            self.ord.resize(n, 0);
         }
+        self.linear = n <= LINEAR;
     }
 
-    /// Whether `a` goes before `b`.
+    /// Whether `a` goes before `b`: higher key, ties the lower index.
     fn above(&self, a: u32, b: u32) -> bool {
-        match self.key[a as usize].total_cmp(&self.key[b as usize]) {
-            Ordering::Greater => true,
-            Ordering::Less => false,
-            Ordering::Equal => a < b,
-        }
+        let (ka, kb) = (self.ord[a as usize], self.ord[b as usize]);
+        ka > kb || (ka == kb && a < b)
     }
 
     fn top(&self) -> Option<(f64, usize)> {
-        self.heap
-            .first()
-            .map(|&v| (self.key[v as usize], v as usize))
+        let v = if self.linear {
+            let (&first, rest) = self.heap.split_first()?;
+            rest.iter()
+                .fold(first, |b, &v| if self.above(v, b) { v } else { b })
+        } else {
+            *self.heap.first()?
+        };
+        Some((self.key[v as usize], v as usize))
     }
 
     /// Inserts `v` with `key`, or moves it to `key` when present.
     fn set(&mut self, v: usize, key: f64) {
+        let bits = key.to_bits() as i64;
+        let ord = bits ^ (((bits >> 63) as u64) >> 1) as i64;
         if self.pos[v] == u32::MAX {
             self.key[v] = key;
+            self.ord[v] = ord;
             self.pos[v] = self.heap.len() as u32;
             self.heap.push(v as u32);
-            self.up(self.heap.len() - 1);
+            if !self.linear {
+                self.up(self.heap.len() - 1);
+            }
         } else {
-            let old = self.key[v];
+            let old = self.ord[v];
             self.key[v] = key;
+            self.ord[v] = ord;
+            if self.linear {
+                return;
+            }
             let i = self.pos[v] as usize;
-            if key.total_cmp(&old) == Ordering::Greater {
+            if ord > old {
                 self.up(i);
             } else {
                 self.down(i);
@@ -416,9 +435,11 @@ impl GainHeap {
             self.heap[i] = m;
             self.pos[m as usize] = i as u32;
             self.heap.pop();
-            self.up(i);
-            let j = self.pos[m as usize] as usize;
-            self.down(j);
+            if !self.linear {
+                self.up(i);
+                let j = self.pos[m as usize] as usize;
+                self.down(j);
+            }
         } else {
             self.heap.pop();
         }
