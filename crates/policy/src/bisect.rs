@@ -17,12 +17,12 @@ use crate::graph::Graph;
 use crate::tree::Tree;
 
 /// Coarsening stops at this many vertices.
-const COARSE: usize = 24;
+const COARSE: usize = 48;
 /// FM passes per level at most.
 const PASSES: usize = 3;
 /// Graph-growing starts from evenly spaced seeds on the coarsest graph (plus the order and the
 /// pseudo-peripheral starts).
-const STARTS: usize = 4;
+const STARTS: usize = 8;
 /// Graphs of at most twice this many vertices get only two evenly spaced starts.
 const SMALL: usize = 8;
 /// Graphs of at most this many vertices are split optimally by enumeration.
