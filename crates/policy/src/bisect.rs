@@ -750,3 +750,69 @@ fn force_balance(g: &Sub, side: &mut [u8], ca: i64) {
         wa += if from == 0 { -g.vw[x] } else { g.vw[x] };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baselines::SplitMix64;
+
+    /// The gain structure gives the same best move as a brute-force scan (highest gain, ties the
+    /// lowest index) through random inserts, key changes and removals, as a heap (large graphs)
+    /// and as a scanned list (small graphs).
+    #[test]
+    fn issue6_gain_heap_best_matches_brute_force() {
+        let mut rng = SplitMix64::new(6);
+        for n in [LINEAR, LINEAR + 1, 300] {
+            let mut h = GainHeap::default();
+            h.reset(n);
+            assert_eq!(h.linear, n <= LINEAR);
+            let mut keys: Vec<Option<f64>> = vec![None; n];
+            for step in 0..5000 {
+                let v = rng.below(n);
+                if rng.below(4) == 0 {
+                    h.remove(v);
+                    keys[v] = None;
+                } else {
+                    // few distinct values, negative ones and zeros, so ties are frequent
+                    let k = rng.below(7) as f64 - 3.0;
+                    h.set(v, k);
+                    keys[v] = Some(k);
+                }
+                let want = keys
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, k)| k.map(|k| (k, i)))
+                    .fold(None, |b: Option<(f64, usize)>, (k, i)| match b {
+                        Some((bk, _)) if bk >= k => b,
+                        _ => Some((k, i)),
+                    });
+                assert_eq!(h.top(), want, "n {n}, step {step}");
+            }
+            h.reset(n);
+            assert_eq!(h.top(), None);
+        }
+    }
+
+    /// A bisection of a chain splits into exactly the asked sizes and cuts one edge (the
+    /// optimum), leaving the scratch index clean.
+    #[test]
+    fn issue6_bisection_keeps_sizes_and_finds_chain_cut() {
+        let n = 200;
+        let mut c = crate::CommMatrix::new(n);
+        for i in 0..n - 1 {
+            c.add_pair(i, i + 1, 10.0);
+        }
+        let g = Graph::from_comm(&c, n, n);
+        let mut loc = vec![u32::MAX; n];
+        let mut wk = Work::default();
+        for ca in [1, 37, 100, 163] {
+            let (a, b) = bisect(&g, (0..n as u32).collect(), ca, &mut loc, &mut wk);
+            assert_eq!((a.len(), b.len()), (ca, n - ca));
+            let cut: usize = (0..n - 1)
+                .filter(|&i| a.contains(&(i as u32)) != a.contains(&(i as u32 + 1)))
+                .count();
+            assert_eq!(cut, 1, "ca {ca}");
+            assert!(loc.iter().all(|&l| l == u32::MAX));
+        }
+    }
+}
