@@ -13,9 +13,6 @@
 //! level on the way back; splits of at most [`EXACT`] tasks are enumerated. Deterministic: no
 //! randomness, ties go to the lower index.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
 use crate::graph::Graph;
 use crate::tree::Tree;
 
@@ -83,6 +80,7 @@ pub(crate) fn recursive_bisection(tree: &Tree, graph: &Graph, slots: &[usize]) -
         return leaf_of;
     }
     let mut loc = vec![u32::MAX; total];
+    let mut wk = Work::default();
     // (tree level, first and end sibling vertex at that level, tasks)
     let mut stack: Vec<(usize, usize, usize, Vec<u32>)> =
         vec![(0, 0, 1, (0..total as u32).collect())];
@@ -105,7 +103,7 @@ pub(crate) fn recursive_bisection(tree: &Tree, graph: &Graph, slots: &[usize]) -
         let mid = (lo + 1..hi)
             .min_by_key(|&m| ((cap(lo, m) * 2).abs_diff(whole), m))
             .unwrap_or(lo + 1);
-        let (a, b) = bisect(graph, tasks, cap(lo, mid), &mut loc);
+        let (a, b) = bisect(graph, tasks, cap(lo, mid), &mut loc, &mut wk);
         stack.push((l, mid, hi, b));
         stack.push((l, lo, mid, a));
     }
@@ -114,7 +112,13 @@ pub(crate) fn recursive_bisection(tree: &Tree, graph: &Graph, slots: &[usize]) -
 
 /// Splits `tasks` into a part of exactly `ca` tasks and the rest, cutting little weight; both parts
 /// keep the order of `tasks`. `loc` is scratch (all `u32::MAX` on entry and on return).
-fn bisect(graph: &Graph, tasks: Vec<u32>, ca: usize, loc: &mut [u32]) -> (Vec<u32>, Vec<u32>) {
+fn bisect(
+    graph: &Graph,
+    tasks: Vec<u32>,
+    ca: usize,
+    loc: &mut [u32],
+    wk: &mut Work,
+) -> (Vec<u32>, Vec<u32>) {
     let nv = tasks.len();
     if ca == 0 || ca >= nv {
         return if ca == 0 {
@@ -167,7 +171,7 @@ fn bisect(graph: &Graph, tasks: Vec<u32>, ca: usize, loc: &mut [u32]) -> (Vec<u3
     } else if nv <= EXACT {
         exact(&sub, ca)
     } else {
-        multilevel(sub, ca as i64)
+        multilevel(sub, ca as i64, wk)
     };
     let mut a = Vec::with_capacity(ca);
     let mut b = Vec::with_capacity(nv - ca);
@@ -218,7 +222,7 @@ fn exact(g: &Sub, ca: usize) -> Vec<u8> {
 
 /// Multilevel bisection of `sub` (unit vertex weights) into side 0 of weight exactly `ca` and
 /// side 1.
-fn multilevel(sub: Sub, ca: i64) -> Vec<u8> {
+fn multilevel(sub: Sub, ca: i64, wk: &mut Work) -> Vec<u8> {
     let nv = sub.len() as i64;
     let small = ca.min(nv - ca);
     let maxw = (small / 3).min((3 * nv) / (2 * COARSE as i64)).max(1);
@@ -239,13 +243,13 @@ fn multilevel(sub: Sub, ca: i64) -> Vec<u8> {
     let coarsest = graphs.len() - 1;
     let g = &graphs[coarsest];
     let tol = if coarsest == 0 { 0 } else { g.max_vw() - 1 };
-    let mut side = initial(g, ca, tol);
+    let mut side = initial(g, ca, tol, wk);
     for k in (0..coarsest).rev() {
         let map = &maps[k];
         side = map.iter().map(|&c| side[c as usize]).collect();
         let g = &graphs[k];
         let tol = if k == 0 { 0 } else { g.max_vw() - 1 };
-        refine(g, &mut side, ca, tol, PASSES);
+        refine(g, &mut side, ca, tol, PASSES, wk);
     }
     force_balance(&graphs[0], &mut side, ca);
     side
@@ -289,21 +293,32 @@ fn matching(g: &Sub, maxw: i64) -> (Vec<u32>, usize) {
 
 /// The coarse graph of a matching: weights summed, edges inside a coarse vertex dropped.
 fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); cn];
+    // members of each coarse vertex in compressed rows (counting sort by coarse vertex)
+    let mut first = vec![0usize; cn + 1];
+    for &c in map {
+        first[c as usize + 1] += 1;
+    }
+    for c in 0..cn {
+        first[c + 1] += first[c];
+    }
+    let mut fill = first.clone();
+    let mut members = vec![0u32; map.len()];
     for (x, &c) in map.iter().enumerate() {
-        members[c as usize].push(x);
+        members[fill[c as usize]] = x as u32;
+        fill[c as usize] += 1;
     }
     let mut acc = vec![0.0; cn];
     let mut touched: Vec<usize> = Vec::new();
     let mut out = Sub {
         off: Vec::with_capacity(cn + 1),
-        adj: Vec::new(),
-        w: Vec::new(),
+        adj: Vec::with_capacity(g.adj.len()),
+        w: Vec::with_capacity(g.adj.len()),
         vw: vec![0; cn],
     };
     out.off.push(0);
-    for (c, m) in members.iter().enumerate() {
-        for &x in m {
+    for c in 0..cn {
+        for &x in &members[first[c]..first[c + 1]] {
+            let x = x as usize;
             out.vw[c] += g.vw[x];
             for (y, w) in g.row(x) {
                 let h = map[y] as usize;
@@ -327,44 +342,171 @@ fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
     out
 }
 
-/// A heap entry: a vertex and its gain when it was pushed (stale when the stamp changed).
-struct Cand {
-    gain: f64,
-    v: u32,
-    stamp: u32,
+/// A max-heap of vertices keyed by gain (ties: the lower index first) that holds each vertex at
+/// most once and updates its key in place, so no stale entries pile up (the FM gain structure:
+/// O(log n) per update, O(1) to read the best move).
+#[derive(Default)]
+struct GainHeap {
+    heap: Vec<u32>,
+    key: Vec<f64>,
+    /// `key` as integers in the order of `f64::total_cmp` (cheaper to compare).
+    ord: Vec<i64>,
+    /// Position of each vertex in `heap` (`u32::MAX`: absent).
+    pos: Vec<u32>,
+    /// Small graphs: `heap` is an unordered list and the best is found by a scan (fewer
+    /// operations than sifting for a few dozen vertices; the same best).
+    linear: bool,
 }
 
-impl PartialEq for Cand {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
+/// Graphs of at most this many vertices use the scanned list instead of the heap.
+const LINEAR: usize = 48;
+
+impl GainHeap {
+    /// Empties the heap and sizes it for `n` vertices.
+    fn reset(&mut self, n: usize) {
+        for &v in &self.heap {
+            self.pos[v as usize] = u32::MAX;
+        }
+        self.heap.clear();
+        if self.pos.len() < n {
+            self.pos.resize(n, u32::MAX);
+            self.key.resize(n, 0.0);
+            self.ord.resize(n, 0);
+        }
+        self.linear = n <= LINEAR;
     }
-}
-impl Eq for Cand {}
-impl PartialOrd for Cand {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+    /// Whether `a` goes before `b`: higher key, ties the lower index.
+    fn above(&self, a: u32, b: u32) -> bool {
+        let (ka, kb) = (self.ord[a as usize], self.ord[b as usize]);
+        ka > kb || (ka == kb && a < b)
     }
-}
-impl Ord for Cand {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.gain
-            .total_cmp(&o.gain)
-            .then(o.v.cmp(&self.v))
-            .then(self.stamp.cmp(&o.stamp))
+
+    fn top(&self) -> Option<(f64, usize)> {
+        let v = if self.linear {
+            let (&first, rest) = self.heap.split_first()?;
+            rest.iter()
+                .fold(first, |b, &v| if self.above(v, b) { v } else { b })
+        } else {
+            *self.heap.first()?
+        };
+        Some((self.key[v as usize], v as usize))
+    }
+
+    /// Inserts `v` with `key`, or moves it to `key` when present.
+    fn set(&mut self, v: usize, key: f64) {
+        let bits = key.to_bits() as i64;
+        let ord = bits ^ (((bits >> 63) as u64) >> 1) as i64;
+        if self.pos[v] == u32::MAX {
+            self.key[v] = key;
+            self.ord[v] = ord;
+            self.pos[v] = self.heap.len() as u32;
+            self.heap.push(v as u32);
+            if !self.linear {
+                self.up(self.heap.len() - 1);
+            }
+        } else {
+            let old = self.ord[v];
+            self.key[v] = key;
+            self.ord[v] = ord;
+            if self.linear {
+                return;
+            }
+            let i = self.pos[v] as usize;
+            if ord > old {
+                self.up(i);
+            } else {
+                self.down(i);
+            }
+        }
+    }
+
+    /// Removes `v` when present.
+    fn remove(&mut self, v: usize) {
+        let i = self.pos[v];
+        if i == u32::MAX {
+            return;
+        }
+        let i = i as usize;
+        self.pos[v] = u32::MAX;
+        let last = self.heap.len() - 1;
+        if i != last {
+            let m = self.heap[last];
+            self.heap[i] = m;
+            self.pos[m as usize] = i as u32;
+            self.heap.pop();
+            if !self.linear {
+                self.up(i);
+                let j = self.pos[m as usize] as usize;
+                self.down(j);
+            }
+        } else {
+            self.heap.pop();
+        }
+    }
+
+    fn up(&mut self, mut i: usize) {
+        let v = self.heap[i];
+        while i > 0 {
+            let p = (i - 1) / 2;
+            let u = self.heap[p];
+            if !self.above(v, u) {
+                break;
+            }
+            self.heap[i] = u;
+            self.pos[u as usize] = i as u32;
+            i = p;
+        }
+        self.heap[i] = v;
+        self.pos[v as usize] = i as u32;
+    }
+
+    fn down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        let v = self.heap[i];
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && self.above(self.heap[r], self.heap[l]) {
+                r
+            } else {
+                l
+            };
+            let u = self.heap[c];
+            if !self.above(u, v) {
+                break;
+            }
+            self.heap[i] = u;
+            self.pos[u as usize] = i as u32;
+            i = c;
+        }
+        self.heap[i] = v;
+        self.pos[v as usize] = i as u32;
     }
 }
 
 /// The coarsest graph's partition: the best (after refinement) of the order start (the first
 /// vertices up to `ca`), greedy graph growing from a pseudo-peripheral vertex (an end of a chain, a
 /// corner of a stencil), and [`STARTS`] more starts from evenly spaced seeds (two on small graphs).
-fn initial(g: &Sub, ca: i64, tol: i64) -> Vec<u8> {
+fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     let n = g.len();
     let mut best: Option<(f64, Vec<u8>)> = None;
-    let mut consider = |mut side: Vec<u8>| {
-        refine(g, &mut side, ca, tol, 1);
-        let c = g.cut(&side);
+    // Starts that grow the same partition as an earlier one are refined once (refinement is
+    // deterministic, and only a strictly better cut replaces the best).
+    let mut seen: Vec<Vec<u8>> = Vec::new();
+    let mut consider = |side: Vec<u8>, wk: &mut Work| {
+        if seen.contains(&side) {
+            return;
+        }
+        let mut refined = side.clone();
+        seen.push(side);
+        refine(g, &mut refined, ca, tol, 1, wk);
+        let c = g.cut(&refined);
         if best.as_ref().is_none_or(|(bc, _)| c < *bc) {
-            best = Some((c, side));
+            best = Some((c, refined));
         }
     };
     let mut order = vec![1u8; n];
@@ -376,15 +518,17 @@ fn initial(g: &Sub, ca: i64, tol: i64) -> Vec<u8> {
         *o = 0;
         wa += vw;
     }
-    consider(order);
+    consider(order, wk);
     let deg: Vec<f64> = (0..n).map(|x| g.row(x).map(|(_, w)| w).sum()).collect();
-    consider(grow(g, &deg, peripheral(g), ca, tol));
+    let s = grow(g, &deg, peripheral(g), ca, tol, wk);
+    consider(s, wk);
     let starts = if n > 2 * SMALL { STARTS } else { 2 }.min(n);
     for s in 0..starts {
-        consider(grow(g, &deg, s * n / starts, ca, tol));
+        let side = grow(g, &deg, s * n / starts, ca, tol, wk);
+        consider(side, wk);
     }
     let mut side = best.map(|(_, s)| s).unwrap_or_default();
-    refine(g, &mut side, ca, tol, PASSES);
+    refine(g, &mut side, ca, tol, PASSES, wk);
     side
 }
 
@@ -415,35 +559,41 @@ fn peripheral(g: &Sub) -> usize {
     far
 }
 
+/// Scratch buffers of the FM passes and graph growing, kept across calls (no allocation per
+/// pass).
+#[derive(Default)]
+struct Work {
+    gain: Vec<f64>,
+    locked: Vec<bool>,
+    moves: Vec<usize>,
+    heaps: [GainHeap; 2],
+}
+
 /// Greedy graph growing: side 0 starts as `seed` and takes the vertex that gains most (weight to
 /// side 0 minus weight to side 1) until it weighs about `ca`.
-fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64) -> Vec<u8> {
+fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     let n = g.len();
     let mut side = vec![1u8; n];
-    let mut gain: Vec<f64> = deg.iter().map(|d| -d).collect();
-    let mut stamp = vec![0u32; n];
-    let mut heap: BinaryHeap<Cand> = BinaryHeap::new();
-    heap.push(Cand {
-        gain: f64::INFINITY,
-        v: seed as u32,
-        stamp: 0,
-    });
+    let gain = &mut wk.gain;
+    gain.clear();
+    gain.extend(deg.iter().map(|d| -d));
+    let heap = &mut wk.heaps[0];
+    heap.reset(n);
+    heap.set(seed, f64::INFINITY);
     let mut wa = 0;
     let mut next_free = 0usize;
     while wa < ca {
-        let x = loop {
-            match heap.pop() {
-                Some(c) if side[c.v as usize] == 1 && stamp[c.v as usize] == c.stamp => {
-                    break Some(c.v as usize)
+        let x = match heap.top() {
+            Some((_, v)) => {
+                heap.remove(v);
+                Some(v)
+            }
+            None => {
+                // disconnected: the next free vertex in order
+                while next_free < n && side[next_free] == 0 {
+                    next_free += 1;
                 }
-                Some(_) => continue,
-                None => {
-                    // disconnected: the next free vertex in order
-                    while next_free < n && side[next_free] == 0 {
-                        next_free += 1;
-                    }
-                    break (next_free < n).then_some(next_free);
-                }
+                (next_free < n).then_some(next_free)
             }
         };
         let Some(x) = x else { break };
@@ -455,12 +605,7 @@ fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64) -> Vec<u8> {
         for (y, w) in g.row(x) {
             if side[y] == 1 {
                 gain[y] += 2.0 * w;
-                stamp[y] += 1;
-                heap.push(Cand {
-                    gain: gain[y],
-                    v: y as u32,
-                    stamp: stamp[y],
-                });
+                heap.set(y, gain[y]);
             }
         }
     }
@@ -470,21 +615,26 @@ fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64) -> Vec<u8> {
 /// Fiduccia–Mattheyses passes: single-vertex moves, best first (ties: lower index), each vertex
 /// once per pass, keeping side 0 within `ca ± (tol + heaviest vertex)` during the pass; the pass is
 /// rolled back to its best prefix whose side 0 weighs `ca ± tol` (a start out of balance counts as
-/// worse than any balanced state, so a pass also restores balance).
-fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize) {
+/// worse than any balanced state, so a pass also restores balance). A pass stops after
+/// `16 + n / 64` moves without a new best.
+fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut Work) {
     let n = g.len();
     let slack = tol + g.max_vw();
     let limit = 16 + n / 64;
-    let mut gain = vec![0.0; n];
-    let mut stamp = vec![0u32; n];
-    let mut locked = vec![false; n];
-    let mut moves: Vec<usize> = Vec::new();
-    let mut heaps: [BinaryHeap<Cand>; 2] =
-        [BinaryHeap::with_capacity(n), BinaryHeap::with_capacity(n)];
+    let Work {
+        gain,
+        locked,
+        moves,
+        heaps,
+    } = wk;
+    gain.clear();
+    gain.resize(n, 0.0);
+    locked.clear();
+    locked.resize(n, false);
     for _ in 0..passes {
         let mut wa: i64 = (0..n).filter(|&x| side[x] == 0).map(|x| g.vw[x]).sum();
-        heaps[0].clear();
-        heaps[1].clear();
+        heaps[0].reset(n);
+        heaps[1].reset(n);
         let balanced = |wa: i64| (wa - ca).abs() <= tol;
         let start_ok = balanced(wa);
         // Candidates: boundary vertices (an edge to the other side), and every vertex of the
@@ -493,22 +643,16 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize) {
         for x in 0..n {
             let mut gx = 0.0;
             let mut boundary = false;
+            let sx = side[x];
             for (y, w) in g.row(x) {
-                if side[y] != side[x] {
-                    gx += w;
-                    boundary = true;
-                } else {
-                    gx -= w;
-                }
+                let other = side[y] != sx;
+                gx += if other { w } else { -w };
+                boundary |= other;
             }
             gain[x] = gx;
             locked[x] = false;
-            if boundary || side[x] == heavy {
-                heaps[side[x] as usize].push(Cand {
-                    gain: gx,
-                    v: x as u32,
-                    stamp: stamp[x],
-                });
+            if boundary || sx == heavy {
+                heaps[sx as usize].set(x, gx);
             }
         }
         let mut best: Option<(f64, usize)> = start_ok.then_some((0.0, 0));
@@ -528,31 +672,26 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize) {
                 if !from[s] {
                     continue;
                 }
-                while let Some(c) = heaps[s].peek() {
-                    let v = c.v as usize;
-                    if locked[v] || stamp[v] != c.stamp || side[v] as usize != s {
-                        heaps[s].pop();
-                        continue;
-                    }
+                while let Some((gv, v)) = heaps[s].top() {
                     let nwa = if s == 0 { wa - g.vw[v] } else { wa + g.vw[v] };
                     if (nwa - ca).abs() > slack && (nwa - ca).abs() >= (wa - ca).abs() {
-                        heaps[s].pop(); // too heavy to move now; not again this pass
+                        heaps[s].remove(v); // too heavy to move now; not again this pass
                         locked[v] = true;
                         continue;
                     }
                     let better = match pick {
                         None => true,
-                        Some((pg, pv)) => c.gain > pg || (c.gain == pg && v < pv),
+                        Some((pg, pv)) => gv > pg || (gv == pg && v < pv),
                     };
                     if better {
-                        pick = Some((c.gain, v));
+                        pick = Some((gv, v));
                     }
                     break;
                 }
             }
             let Some((gv, v)) = pick else { break };
             let s = side[v] as usize;
-            heaps[s].pop();
+            heaps[s].remove(v);
             locked[v] = true;
             side[v] ^= 1;
             wa += if s == 0 { -g.vw[v] } else { g.vw[v] };
@@ -567,12 +706,7 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize) {
                 } else {
                     -2.0 * w
                 };
-                stamp[y] = stamp[y].wrapping_add(1);
-                heaps[side[y] as usize].push(Cand {
-                    gain: gain[y],
-                    v: y as u32,
-                    stamp: stamp[y],
-                });
+                heaps[side[y] as usize].set(y, gain[y]);
             }
             if balanced(wa) && best.is_none_or(|(bc, _)| cum > bc + 1e-12 * bc.abs().max(1.0)) {
                 best = Some((cum, moves.len()));
@@ -614,5 +748,71 @@ fn force_balance(g: &Sub, side: &mut [u8], ca: i64) {
         let Some((_, x)) = pick else { break };
         side[x] ^= 1;
         wa += if from == 0 { -g.vw[x] } else { g.vw[x] };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baselines::SplitMix64;
+
+    /// The gain structure gives the same best move as a brute-force scan (highest gain, ties the
+    /// lowest index) through random inserts, key changes and removals, as a heap (large graphs)
+    /// and as a scanned list (small graphs).
+    #[test]
+    fn issue6_gain_heap_best_matches_brute_force() {
+        let mut rng = SplitMix64::new(6);
+        for n in [LINEAR, LINEAR + 1, 300] {
+            let mut h = GainHeap::default();
+            h.reset(n);
+            assert_eq!(h.linear, n <= LINEAR);
+            let mut keys: Vec<Option<f64>> = vec![None; n];
+            for step in 0..5000 {
+                let v = rng.below(n);
+                if rng.below(4) == 0 {
+                    h.remove(v);
+                    keys[v] = None;
+                } else {
+                    // few distinct values, negative ones and zeros, so ties are frequent
+                    let k = rng.below(7) as f64 - 3.0;
+                    h.set(v, k);
+                    keys[v] = Some(k);
+                }
+                let want = keys
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, k)| k.map(|k| (k, i)))
+                    .fold(None, |b: Option<(f64, usize)>, (k, i)| match b {
+                        Some((bk, _)) if bk >= k => b,
+                        _ => Some((k, i)),
+                    });
+                assert_eq!(h.top(), want, "n {n}, step {step}");
+            }
+            h.reset(n);
+            assert_eq!(h.top(), None);
+        }
+    }
+
+    /// A bisection of a chain splits into exactly the asked sizes and cuts one edge (the
+    /// optimum), leaving the scratch index clean.
+    #[test]
+    fn issue6_bisection_keeps_sizes_and_finds_chain_cut() {
+        let n = 200;
+        let mut c = crate::CommMatrix::new(n);
+        for i in 0..n - 1 {
+            c.add_pair(i, i + 1, 10.0);
+        }
+        let g = Graph::from_comm(&c, n, n);
+        let mut loc = vec![u32::MAX; n];
+        let mut wk = Work::default();
+        for ca in [1, 37, 100, 163] {
+            let (a, b) = bisect(&g, (0..n as u32).collect(), ca, &mut loc, &mut wk);
+            assert_eq!((a.len(), b.len()), (ca, n - ca));
+            let cut: usize = (0..n - 1)
+                .filter(|&i| a.contains(&(i as u32)) != a.contains(&(i as u32 + 1)))
+                .count();
+            assert_eq!(cut, 1, "ca {ca}");
+            assert!(loc.iter().all(|&l| l == u32::MAX));
+        }
     }
 }

@@ -621,16 +621,20 @@ pub(crate) fn no_worse_than_identity(
 
 /// [`no_worse_than_identity`] on the sparse graph of the matrix.
 fn no_worse_than_identity_graph(tree: &Tree, graph: &Graph, candidate: Placement) -> Placement {
+    let c = graph_cost(tree, graph, &candidate);
+    no_worse_than_identity_cost(tree, graph, candidate, c)
+}
+
+/// [`no_worse_than_identity_graph`] for a candidate whose hop cost on `graph` is known.
+fn no_worse_than_identity_cost(
+    tree: &Tree,
+    graph: &Graph,
+    candidate: Placement,
+    candidate_cost: f64,
+) -> Placement {
     let n = candidate.len();
-    let idx = tree.leaf_index();
-    let cost = |p: &Placement| {
-        let lv: Vec<Option<usize>> = p
-            .iter()
-            .map(|&pu| idx.get(pu as usize).copied().flatten())
-            .collect();
-        graph.hop_cost(tree, &lv)
-    };
-    let mut best_cost = cost(&candidate);
+    let cost = |p: &Placement| graph_cost(tree, graph, p);
+    let mut best_cost = candidate_cost;
     let mut best = candidate;
     for alt in [baselines::round_robin(tree, n), baselines::compact(tree, n)] {
         let c = cost(&alt);
@@ -782,13 +786,15 @@ fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placeme
     let grouped = hierarchical_graph(tree, graph, n, |_| Grouping::Agglomerate);
     let leaf_of = crate::bisect::recursive_bisection(tree, graph, sl);
     let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
-    let cost = |p: &Placement| graph_cost(tree, graph, p);
-    let best = if cost(&split) < cost(&grouped) * (1.0 - 1e-12) {
-        split
+    let (cs, cg) = (
+        graph_cost(tree, graph, &split),
+        graph_cost(tree, graph, &grouped),
+    );
+    if cs < cg * (1.0 - 1e-12) {
+        no_worse_than_identity_cost(tree, graph, split, cs)
     } else {
-        grouped
-    };
-    no_worse_than_identity_graph(tree, graph, best)
+        no_worse_than_identity_cost(tree, graph, grouped, cg)
+    }
 }
 
 /// Balance (002 §2.3.3 Fig. 2.5: "maps the tasks that have the largest amount of communication to
