@@ -19,6 +19,7 @@ use numaff_machine::{CacheKind, CpuSet, Machine};
 use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
 use crate::config::{defaults, SimConfig};
 use crate::fabric::{Fabric, LINE};
+use crate::linemap::LineMap;
 use crate::report::{Report, ThreadReport};
 use crate::rng::Rng;
 use crate::stream::{Access, DataPolicy, Op, ProcessSpec};
@@ -178,7 +179,7 @@ pub struct Simulator {
     pus: Vec<Pu>,
     threads: Vec<Thread>,
     procs: Vec<Process>,
-    dir: FxMap<u64, DirEntry>,
+    dir: LineMap<DirEntry>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     pub(crate) now: f64,
     rng: Rng,
@@ -315,7 +316,7 @@ impl Simulator {
             pus,
             threads: Vec::new(),
             procs: Vec::new(),
-            dir: FxMap::default(),
+            dir: LineMap::default(),
             heap: BinaryHeap::new(),
             now: 0.0,
             samples: Vec::new(),
