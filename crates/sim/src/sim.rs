@@ -119,7 +119,7 @@ struct Thread {
     sample_countdown: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Page {
     node: u16,
     blocked_until: f64,
@@ -131,7 +131,7 @@ struct Process {
     start: f64,
     policy: DataPolicy,
     page_shift: u32,
-    pages: FxMap<u64, Page>,
+    pages: LineMap<Page>,
     /// Present pages in first-touch order (for deterministic iteration).
     page_list: Vec<u64>,
     scan_cursor: u64,
@@ -393,7 +393,7 @@ impl Simulator {
             start,
             policy: spec.data_policy,
             page_shift,
-            pages: FxMap::default(),
+            pages: LineMap::default(),
             page_list: Vec::new(),
             scan_cursor: u64::MAX,
             armed: 0,
