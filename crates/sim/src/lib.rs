@@ -10,6 +10,7 @@ pub mod cache;
 pub mod config;
 mod env;
 pub mod fabric;
+mod hostmem;
 mod linemap;
 pub mod measure;
 pub mod report;

@@ -38,13 +38,13 @@ impl<V: Copy + Default> LineMap<V> {
     fn with_slots(n: usize) -> Self {
         let n = n.next_power_of_two().max(8);
         LineMap {
-            slots: vec![
+            slots: crate::hostmem::filled(
+                n,
                 Slot {
                     key: EMPTY,
-                    val: V::default()
-                };
-                n
-            ],
+                    val: V::default(),
+                },
+            ),
             shift: 64 - n.trailing_zeros(),
             len: 0,
             max_key: None,
