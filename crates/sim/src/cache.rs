@@ -45,6 +45,15 @@ impl SetAssoc {
         s as usize * self.ways
     }
 
+    /// Starts the host's fetch of the line's set (its first and last ways), without waiting.
+    #[inline]
+    pub fn prefetch(&self, line: u64) {
+        let base = self.set_of(line);
+        let p = self.entries.as_ptr();
+        crate::hostmem::prefetch(p.wrapping_add(base));
+        crate::hostmem::prefetch(p.wrapping_add(base + self.ways - 1));
+    }
+
     /// Looks a line up; on a hit it becomes most recently used and its state is returned.
     #[inline]
     pub fn touch(&mut self, line: u64) -> Option<u8> {

@@ -28,6 +28,21 @@ pub(crate) fn filled<T: Clone>(n: usize, fill: T) -> Vec<T> {
     v
 }
 
+/// Asks the host to start fetching the cache line at `p` into its caches, without waiting for it:
+/// lookups that will miss the host's caches can then overlap instead of coming one after another.
+/// A hint only (a no-op off x86_64); `p` may point anywhere.
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 never faults and changes no memory or register the program can see,
+    // whatever the address; SSE, which it belongs to, is part of every x86_64 target.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

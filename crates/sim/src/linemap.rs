@@ -78,6 +78,12 @@ impl<V: Copy + Default> LineMap<V> {
         }
     }
 
+    /// Starts the host's fetch of the slot where a lookup of `key` begins (see `hostmem::prefetch`).
+    #[inline]
+    pub(crate) fn prefetch(&self, key: u64) {
+        crate::hostmem::prefetch(self.slots.as_ptr().wrapping_add(self.home(key)));
+    }
+
     /// Number of keys present.
     pub(crate) fn len(&self) -> usize {
         self.len
