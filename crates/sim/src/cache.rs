@@ -29,7 +29,7 @@ impl SetAssoc {
         }
         let sets = (lines / ways).max(1);
         SetAssoc {
-            entries: crate::hostmem::filled((sets * ways) as usize, 0),
+            entries: crate::hostmem::zeros((sets * ways) as usize),
             ways: ways as usize,
             sets,
             mask: sets.is_power_of_two().then(|| sets - 1),

@@ -5,26 +5,41 @@
 #[cfg(target_os = "linux")]
 const HUGE: usize = 2 << 20;
 
-/// A vector of `n` copies of `fill`; when it spans at least one 2 MiB host page, the kernel is
-/// asked (before the first write) to back it with transparent huge pages. Only a hint: where the
-/// host refuses, nothing changes but speed.
-pub(crate) fn filled<T: Clone>(n: usize, fill: T) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
+/// Asks the kernel to back the whole 2 MiB host pages inside `v`'s buffer (capacity, not length)
+/// with transparent huge pages. Only a hint: where the host refuses, nothing changes but speed.
+/// Pages already written keep their small pages, so call it before the first write.
+fn advise_huge<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
         let start = v.as_ptr() as usize;
-        let end = start + n * std::mem::size_of::<T>();
+        let end = start + v.capacity() * std::mem::size_of::<T>();
         let lo = start.next_multiple_of(HUGE);
         let hi = end / HUGE * HUGE;
         if hi > lo {
-            // SAFETY: [lo, hi) lies inside the allocation just made for `v`, which this function
-            // owns; MADV_HUGEPAGE only changes how the kernel backs those pages, not their contents.
+            // SAFETY: [lo, hi) lies inside the buffer `v` owns; MADV_HUGEPAGE only changes how the
+            // kernel backs those pages, never their contents.
             unsafe {
                 libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
             }
         }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// A vector of `n` copies of `fill`, on huge pages where it spans one (see `advise_huge`).
+pub(crate) fn filled<T: Clone>(n: usize, fill: T) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    advise_huge(&v);
     v.resize(n, fill);
+    v
+}
+
+/// `n` zeros, on huge pages where they span one. The zeros come from the allocator untouched
+/// (lazily zeroed pages), so a big array of which a run uses little costs little.
+pub(crate) fn zeros(n: usize) -> Vec<u64> {
+    let v = vec![0u64; n];
+    advise_huge(&v);
     v
 }
 
@@ -48,12 +63,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn filled_gives_n_copies_across_huge_page_boundaries() {
+    fn filled_and_zeros_give_n_values_across_huge_page_boundaries() {
         // 5 MiB of u64: spans at least one whole 2 MiB page, so the madvise path runs.
         let n = (5 << 20) / 8 + 3;
         let v = filled(n, 0xabcd_u64);
         assert_eq!(v.len(), n);
         assert!(v.iter().all(|&x| x == 0xabcd));
         assert!(filled(0, 1u8).is_empty());
+        let z = zeros(n);
+        assert_eq!(z.len(), n);
+        assert!(z.iter().all(|&x| x == 0));
     }
 }
