@@ -930,12 +930,14 @@ impl Simulator {
         let mut hit = None;
         for (pos, &k) in pu.path.iter().enumerate() {
             if pos == 1 {
-                // The first level missed: start the host's fetches of the last level's set and of
-                // the line's directory slot, so that their host cache misses overlap.
+                // The first level missed: start the host's fetches of the last level's set, the
+                // line's directory slot and its page's slot, so that their host cache misses overlap.
                 if let Some(&llc) = pu.path.last() {
                     self.caches[llc].cache.prefetch(key);
                 }
                 self.dir.prefetch(key);
+                let pr = &self.procs[self.threads[ti].proc];
+                pr.pages.prefetch(a.vaddr >> pr.page_shift);
             }
             self.stats.probes[pos.min(7)] += 1;
             if let Some(st) = self.caches[k].cache.touch(key) {
