@@ -54,6 +54,14 @@ impl SetAssoc {
         crate::hostmem::prefetch(p.wrapping_add(base + self.ways - 1));
     }
 
+    /// The least recently used line of the line's set if the set is full (what a fill of a new
+    /// line there would evict).
+    #[inline]
+    pub fn lru(&self, line: u64) -> Option<u64> {
+        let last = self.entries[self.set_of(line) + self.ways - 1];
+        (last != 0).then(|| (last >> 2) - 1)
+    }
+
     /// Looks a line up; on a hit it becomes most recently used and its state is returned.
     #[inline]
     pub fn touch(&mut self, line: u64) -> Option<u8> {
@@ -145,6 +153,7 @@ mod tests {
         assert_eq!(c.fill(0, SHARED), None);
         assert_eq!(c.fill(2, SHARED), None);
         assert_eq!(c.touch(0), Some(SHARED)); // 0 is now MRU
+        assert_eq!(c.lru(4), Some(2));
         assert_eq!(c.fill(4, EXCLUSIVE), Some(2));
         assert!(c.contains(0) && c.contains(4) && !c.contains(2));
         assert!(c.set_state(4, MODIFIED));

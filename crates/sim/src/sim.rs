@@ -944,6 +944,13 @@ impl Simulator {
                 hit = Some((pos, st));
                 break;
             }
+            // A tracked level missed: the fill that follows will most likely evict its least
+            // recently used line, whose directory entry will then be updated; start that fetch.
+            if self.caches[k].bit.is_some() {
+                if let Some(victim) = self.caches[k].cache.lru(key) {
+                    self.dir.prefetch(victim);
+                }
+            }
         }
         if let Some((pos, st)) = hit {
             self.stats.hits[pos.min(7)] += 1;
