@@ -29,7 +29,7 @@ impl SetAssoc {
         }
         let sets = (lines / ways).max(1);
         SetAssoc {
-            entries: vec![0; (sets * ways) as usize],
+            entries: crate::hostmem::zeros((sets * ways) as usize),
             ways: ways as usize,
             sets,
             mask: sets.is_power_of_two().then(|| sets - 1),
@@ -43,6 +43,23 @@ impl SetAssoc {
             None => line % self.sets,
         };
         s as usize * self.ways
+    }
+
+    /// Starts the host's fetch of the line's set (its first and last ways), without waiting.
+    #[inline]
+    pub fn prefetch(&self, line: u64) {
+        let base = self.set_of(line);
+        let p = self.entries.as_ptr();
+        crate::hostmem::prefetch(p.wrapping_add(base));
+        crate::hostmem::prefetch(p.wrapping_add(base + self.ways - 1));
+    }
+
+    /// The least recently used line of the line's set if the set is full (what a fill of a new
+    /// line there would evict).
+    #[inline]
+    pub fn lru(&self, line: u64) -> Option<u64> {
+        let last = self.entries[self.set_of(line) + self.ways - 1];
+        (last != 0).then(|| (last >> 2) - 1)
     }
 
     /// Looks a line up; on a hit it becomes most recently used and its state is returned.
@@ -136,6 +153,7 @@ mod tests {
         assert_eq!(c.fill(0, SHARED), None);
         assert_eq!(c.fill(2, SHARED), None);
         assert_eq!(c.touch(0), Some(SHARED)); // 0 is now MRU
+        assert_eq!(c.lru(4), Some(2));
         assert_eq!(c.fill(4, EXCLUSIVE), Some(2));
         assert!(c.contains(0) && c.contains(4) && !c.contains(2));
         assert!(c.set_state(4, MODIFIED));

@@ -10,6 +10,8 @@ pub mod cache;
 pub mod config;
 mod env;
 pub mod fabric;
+mod hostmem;
+mod linemap;
 pub mod measure;
 pub mod report;
 pub mod rng;

@@ -19,6 +19,7 @@ use numaff_machine::{CacheKind, CpuSet, Machine};
 use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
 use crate::config::{defaults, SimConfig};
 use crate::fabric::{Fabric, LINE};
+use crate::linemap::LineMap;
 use crate::report::{Report, ThreadReport};
 use crate::rng::Rng;
 use crate::stream::{Access, DataPolicy, Op, ProcessSpec};
@@ -118,7 +119,7 @@ struct Thread {
     sample_countdown: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Page {
     node: u16,
     blocked_until: f64,
@@ -130,7 +131,7 @@ struct Process {
     start: f64,
     policy: DataPolicy,
     page_shift: u32,
-    pages: FxMap<u64, Page>,
+    pages: LineMap<Page>,
     /// Present pages in first-touch order (for deterministic iteration).
     page_list: Vec<u64>,
     scan_cursor: u64,
@@ -178,7 +179,7 @@ pub struct Simulator {
     pus: Vec<Pu>,
     threads: Vec<Thread>,
     procs: Vec<Process>,
-    dir: FxMap<u64, DirEntry>,
+    dir: LineMap<DirEntry>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     pub(crate) now: f64,
     rng: Rng,
@@ -315,7 +316,7 @@ impl Simulator {
             pus,
             threads: Vec::new(),
             procs: Vec::new(),
-            dir: FxMap::default(),
+            dir: LineMap::default(),
             heap: BinaryHeap::new(),
             now: 0.0,
             samples: Vec::new(),
@@ -392,7 +393,7 @@ impl Simulator {
             start,
             policy: spec.data_policy,
             page_shift,
-            pages: FxMap::default(),
+            pages: LineMap::default(),
             page_list: Vec::new(),
             scan_cursor: u64::MAX,
             armed: 0,
@@ -928,10 +929,27 @@ impl Simulator {
         let pu = &self.pus[p];
         let mut hit = None;
         for (pos, &k) in pu.path.iter().enumerate() {
+            if pos == 1 {
+                // The first level missed: start the host's fetches of the last level's set, the
+                // line's directory slot and its page's slot, so that their host cache misses overlap.
+                if let Some(&llc) = pu.path.last() {
+                    self.caches[llc].cache.prefetch(key);
+                }
+                self.dir.prefetch(key);
+                let pr = &self.procs[self.threads[ti].proc];
+                pr.pages.prefetch(a.vaddr >> pr.page_shift);
+            }
             self.stats.probes[pos.min(7)] += 1;
             if let Some(st) = self.caches[k].cache.touch(key) {
                 hit = Some((pos, st));
                 break;
+            }
+            // A tracked level missed: the fill that follows will most likely evict its least
+            // recently used line, whose directory entry will then be updated; start that fetch.
+            if self.caches[k].bit.is_some() {
+                if let Some(victim) = self.caches[k].cache.lru(key) {
+                    self.dir.prefetch(victim);
+                }
             }
         }
         if let Some((pos, st)) = hit {
