@@ -19,7 +19,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
 
-use numaff_behave::{DataSource, Kind, Sample};
+use numaff_behave::{Kind, Sample};
 use perf_event::events::Software;
 use perf_event::{Builder, Clock, SampleFlag, Sampler};
 
@@ -412,42 +412,9 @@ pub fn decode_sample(body: &[u8], sample_type: u64) -> Result<RawSample, String>
     Ok(s)
 }
 
-/// The kind (load/store) and source of a `perf_mem_data_src` value (mem_op bits 0-4, mem_lvl bits
-/// 5-18, mem_snoop bits 19-23). Untested on hardware: checked against the kernel's layout only.
-pub fn decode_data_src(v: u64) -> (Option<Kind>, DataSource) {
-    let op = v & 0x1f;
-    let lvl = (v >> 5) & 0x3fff;
-    let snoop = (v >> 19) & 0x1f;
-    let kind = if op & 0x2 != 0 {
-        Some(Kind::Load)
-    } else if op & 0x4 != 0 {
-        Some(Kind::Store)
-    } else {
-        None
-    };
-    // PERF_MEM_LVL_*: NA 1, HIT 2, MISS 4, L1 8, LFB 0x10, L2 0x20, L3 0x40, LOC_RAM 0x80,
-    // REM_RAM1 0x100, REM_RAM2 0x200, REM_CCE1 0x400, REM_CCE2 0x800, IO 0x1000, UNC 0x2000.
-    let src = if lvl & 0xc00 != 0 || (snoop & 0x10 != 0 && lvl & 0x40 == 0 && lvl & 0x80 == 0) {
-        DataSource::RemoteCache
-    } else if lvl & 0x300 != 0 {
-        DataSource::RemoteDram
-    } else if lvl & 0x80 != 0 {
-        DataSource::LocalDram
-    } else if lvl & 0x40 != 0 {
-        DataSource::L3
-    } else if lvl & 0x20 != 0 {
-        DataSource::L2
-    } else if lvl & 0x10 != 0 {
-        DataSource::Lfb
-    } else if lvl & 0x8 != 0 {
-        DataSource::L1
-    } else if lvl & 0x3000 != 0 {
-        DataSource::Uncached
-    } else {
-        DataSource::Other
-    };
-    (kind, src)
-}
+/// The kind (load/store) and source of a `perf_mem_data_src` value: one decoder for the records
+/// of the sampler and the text of `perf script` (numaff_behave::perf_script). Untested on hardware.
+pub use numaff_behave::perf_script::decode_data_src;
 
 /// The count of lost samples in the body of a `PERF_RECORD_LOST` (`u64 id; u64 lost; ...`).
 pub fn decode_lost(body: &[u8]) -> Option<u64> {
@@ -654,6 +621,7 @@ fn page_size() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use numaff_behave::DataSource;
 
     fn rec(fields: &[u64]) -> Vec<u8> {
         fields.iter().flat_map(|v| v.to_ne_bytes()).collect()
@@ -700,20 +668,20 @@ mod tests {
         assert_eq!(s.weight, Some(312));
         assert_eq!(
             decode_data_src(src),
-            (Some(Kind::Load), DataSource::RemoteDram)
+            (Some(Kind::Load), Some(DataSource::RemoteDram))
         );
         // A store that hit the L1; a load from local DRAM; a HITM in a remote cache.
         assert_eq!(
             decode_data_src(0x4 | (0xa << 5)),
-            (Some(Kind::Store), DataSource::L1)
+            (Some(Kind::Store), Some(DataSource::L1))
         );
         assert_eq!(
             decode_data_src(0x2 | (0x82 << 5)),
-            (Some(Kind::Load), DataSource::LocalDram)
+            (Some(Kind::Load), Some(DataSource::LocalDram))
         );
         assert_eq!(
             decode_data_src(0x2 | (0x402 << 5) | (0x10 << 19)),
-            (Some(Kind::Load), DataSource::RemoteCache)
+            (Some(Kind::Load), Some(DataSource::RemoteCache))
         );
     }
 
