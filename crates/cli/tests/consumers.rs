@@ -124,8 +124,13 @@ fn run_omp(
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
+    (threads_of(&String::from_utf8_lossy(&out.stdout)), stderr)
+}
+
+/// The `thread=N ... allowed=LIST` lines of omp_threads.c: thread -> allowed list.
+fn threads_of(stdout: &str) -> BTreeMap<u32, String> {
     let mut threads = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in stdout.lines() {
         let f: BTreeMap<&str, &str> = line
             .split(' ')
             .filter_map(|kv| kv.split_once('='))
@@ -134,7 +139,7 @@ fn run_omp(
             threads.insert(t.parse().unwrap(), a.to_string());
         }
     }
-    (threads, stderr)
+    threads
 }
 
 fn reversed() -> BTreeMap<u32, String> {
@@ -375,19 +380,7 @@ fn issue6_likwid_pin_reads_the_cpu_list() {
         out.status.success(),
         "likwid-pin failed:\n{stdout}\n{stderr}"
     );
-    let threads: BTreeMap<u32, String> = stdout
-        .lines()
-        .filter_map(|line| {
-            let f: BTreeMap<&str, &str> = line
-                .split(' ')
-                .filter_map(|kv| kv.split_once('='))
-                .collect();
-            Some((
-                f.get("thread")?.parse().ok()?,
-                f.get("allowed")?.to_string(),
-            ))
-        })
-        .collect();
+    let threads = threads_of(&stdout);
     assert_eq!(threads, reversed(), "{stdout}\n{stderr}");
 }
 
