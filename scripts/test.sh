@@ -10,6 +10,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p numaff-machine --no-default-features --all-targets -- -D warnings
+echo "== cargo doc (warnings denied)"
+# numaff-capi's lib and the CLI's bin are both named numaff (cargo#6313): the capi docs are left out.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --exclude numaff-capi --quiet
 echo "== cargo test"
 log=$(mktemp)
 # Every QEMU guest the tests boot appends its boot+run seconds here (crates/testvm).

@@ -94,7 +94,7 @@ pub struct Clustering {
 const MAX_POINTS: usize = 2000;
 
 /// Weighted k-means over event times (002 eq. 2.1: minimise Σ Ncomm_t ‖t − μ_i‖²) with the number of
-/// clusters chosen by the Bayesian information criterion (002 §2.3.3, [51]).
+/// clusters chosen by the Bayesian information criterion (002 §2.3.3, \[51\]).
 ///
 /// `times` are event timestamps (ns) and `weights` the number of events at each (Ncomm_t). For each
 /// k in 1..=`max_k` the clustering is solved exactly (in one dimension, optimal k-means is a dynamic
@@ -254,12 +254,12 @@ fn bin(pts: &[(f64, f64)], bins: usize) -> Vec<(f64, f64)> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[allow(non_snake_case)]
 pub struct Metrics {
-    /// Communication load, eq. 2.2: Σ_i Σ_j Scomm[i][j] (bytes; the symmetric matrix counts each
+    /// Communication load, eq. 2.2: `Σ_i Σ_j Scomm[i][j]` (bytes; the symmetric matrix counts each
     /// pair in both cells, as the equation is written).
     pub Lcomm: f64,
     /// Communication-to-memory ratio, eq. 2.3: Lcomm / Σ MemV; `None` without memory volumes.
     pub CommR: Option<f64>,
-    /// Communication concurrency, eq. 2.4: Σ_c TaskN[C_c] / (T · N_c).
+    /// Communication concurrency, eq. 2.4: `Σ_c TaskN[C_c] / (T · N_c)`.
     pub CommC: f64,
     /// DRAM-to-memory ratio, eq. 2.5: Σ DramV / Σ MemV; `None` when the sampler cannot tell.
     pub DramR: Option<f64>,

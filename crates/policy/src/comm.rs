@@ -9,7 +9,7 @@ pub enum CommError {
     /// A cell is not a number, or is negative or not finite.
     #[error("{origin}: line {line}, column {column}: {problem}")]
     Cell {
-        /// File name or "<string>".
+        /// File name or `"<string>"`.
         origin: String,
         /// 1-based line.
         line: usize,
@@ -21,7 +21,7 @@ pub enum CommError {
     /// The rows do not form a square matrix.
     #[error("{origin}: {problem}")]
     Shape {
-        /// File name or "<string>".
+        /// File name or `"<string>"`.
         origin: String,
         /// What is wrong.
         problem: String,

@@ -686,7 +686,7 @@ fn checked(
 /// EagerMap-style mapping (000 §4.4: kMAF computes the mapping with EagerMap from the sharing
 /// matrix and the hardware hierarchy): bottom-up greedy grouping over every level that shares
 /// hardware, top-down assignment; then never worse than the identity (see
-/// [`no_worse_than_identity`]). Counts: see the module documentation.
+/// `no_worse_than_identity`). Counts: see the module documentation.
 pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
     checked(tree, comm, n, |_| Grouping::Greedy)
 }

@@ -24,7 +24,7 @@ pub(crate) fn leaves(tree: &Tree, p: &Placement) -> Vec<Option<usize>> {
 /// Hop cost (issue 6): C = Σ_{i<j} w(i,j) · d(pu(i), pu(j)) with w the symmetric pair weight and d
 /// the [`Tree::distance`]. Tasks on PUs unknown to the tree count as at the root distance.
 ///
-/// Computed as ½ Σ_{i≠j} comm[i][j] · d (d is symmetric), one scan of the matrix in row order.
+/// Computed as `½ Σ_{i≠j} comm[i][j] · d` (d is symmetric), one scan of the matrix in row order.
 pub fn hop_cost(tree: &Tree, comm: &CommMatrix, p: &Placement) -> f64 {
     let lv = leaves(tree, p);
     let n = p.len().min(comm.len());

@@ -215,7 +215,7 @@ impl Guest {
         a
     }
 
-    /// Boots the guest, runs `argv` (argv[0] found on the guest's PATH, i.e. busybox applets, or
+    /// Boots the guest, runs `argv` (`argv[0]` found on the guest's PATH, i.e. busybox applets, or
     /// an absolute path of a file given with [`Guest::file`]) and powers off. One guest runs at a
     /// time across this process and other test binaries sharing the target dir. Prints one line
     /// with the guest's seconds to stderr and appends it to `<target>/testvm/guest-times.log`.
