@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
 use numaff_behave::TraceReader;
@@ -232,6 +233,61 @@ fn issue5_agent_never_makes_system_calls_fail() {
             .unwrap_or_else(|| panic!("{stdout}"));
         assert!(rearmed >= 1024, "{stdout}");
     }
+}
+
+/// The agent's status files of numaff process `pid` in `dir` (`numaff-induce-PID.CHILD`).
+fn agent_status_files(dir: &Path, pid: u32) -> Vec<String> {
+    let prefix = format!("numaff-induce-{pid}.");
+    std::fs::read_dir(dir)
+        .expect("read the temporary directory")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with(&prefix))
+        .collect()
+}
+
+#[test]
+fn issue5_agent_stops_when_numaff_dies_and_the_program_runs_on() {
+    if !perf_allowed() || !uffd_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let done = dir.path().join("done");
+    // sh and its sleep both load the agent (LD_PRELOAD is inherited); each writes a status file.
+    let mut numaff = Command::new(cargo_bin("numaff"))
+        .env("TMPDIR", dir.path())
+        .args(["profile", "--induce", "uffd", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("sleep 1.5; echo ok > {}", done.display()))
+        .spawn()
+        .expect("run numaff");
+    let pid = numaff.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while agent_status_files(dir.path(), pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !agent_status_files(dir.path(), pid).is_empty(),
+        "the agent never started in the program"
+    );
+    numaff.kill().expect("kill numaff");
+    numaff.wait().expect("wait numaff");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(done.exists() && agent_status_files(dir.path(), pid).is_empty())
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        done.exists(),
+        "the program did not finish after numaff died"
+    );
+    assert_eq!(std::fs::read_to_string(&done).expect("read done"), "ok\n");
+    assert_eq!(
+        agent_status_files(dir.path(), pid),
+        Vec::<String>::new(),
+        "the agent kept running after numaff died"
+    );
 }
 
 #[test]

@@ -11,7 +11,9 @@
  *    which keeps the data in the page cache; the next read or write maps it back (a minor fault).
  * The agent never touches the program's data, installs no signal handler, blocks every signal in
  * its own thread, and does nothing at all (silently) when NUMAFF_INDUCE_RATE is unset or a step
- * fails. It reports what it did to $NUMAFF_INDUCE_STATUS.<pid> (one line, rewritten every tick). */
+ * fails. It reports what it did to $NUMAFF_INDUCE_STATUS.<pid> (one line, rewritten every tick).
+ * When numaff (pid $NUMAFF_INDUCE_OWNER) is gone, the agent stops re-arming and removes its status
+ * file: pages armed before are resolved by the kernel as usual, the program runs on unchanged. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +51,8 @@ static struct {
     double rate;       /* re-arms per page per second */
     long tick_ms;
     int status_fd;
+    pid_t owner;       /* numaff's pid: the agent stops when it is gone; 0: no check */
+    char status_path[4096];
     uint64_t cursor;   /* page index where the next tick starts, over all eligible pages */
     uint64_t ticks, private_pages, shared_pages, errors, eligible_pages;
     const char *why;   /* why private memory is not re-armed, or NULL */
@@ -217,6 +221,11 @@ static void tick(void) {
     A.cursor = (A.cursor + budget) % total;
 }
 
+/* Whether numaff, who reads the samples these faults produce, has gone away. */
+static int owner_gone(void) {
+    return A.owner > 0 && kill(A.owner, 0) != 0 && errno == ESRCH;
+}
+
 static void *agent(void *arg) {
     (void)arg;
     struct timespec ts = {.tv_sec = A.tick_ms / 1000, .tv_nsec = (A.tick_ms % 1000) * 1000000L};
@@ -225,6 +234,14 @@ static void *agent(void *arg) {
         }
         ts.tv_sec = A.tick_ms / 1000;
         ts.tv_nsec = (A.tick_ms % 1000) * 1000000L;
+        if (owner_gone()) {
+            if (A.status_fd >= 0) {
+                unlink(A.status_path);
+                close(A.status_fd);
+                A.status_fd = -1;
+            }
+            return NULL;
+        }
         tick();
         A.ticks++;
         status("on");
@@ -246,11 +263,13 @@ __attribute__((constructor)) static void numaff_agent_start(void) {
         A.tick_ms = 100;
     if (!(A.rate > 0.0))
         return;
+    const char *owner = getenv("NUMAFF_INDUCE_OWNER");
+    A.owner = owner ? (pid_t)strtol(owner, NULL, 10) : 0;
     const char *st = getenv("NUMAFF_INDUCE_STATUS");
     if (st) {
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s.%ld", st, (long)getpid()) < (int)sizeof path)
-            A.status_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int n = snprintf(A.status_path, sizeof A.status_path, "%s.%ld", st, (long)getpid());
+        if (n > 0 && n < (int)sizeof A.status_path)
+            A.status_fd = open(A.status_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     }
     A.uffd = open_uffd();
     sigset_t all, old;

@@ -334,6 +334,8 @@ pub fn agent_env(agent: &Path, rate: f64, status_prefix: &Path) -> Vec<(String, 
             "NUMAFF_INDUCE_STATUS".into(),
             status_prefix.display().to_string(),
         ),
+        // The agent stops (and removes its status file) once this process is gone.
+        ("NUMAFF_INDUCE_OWNER".into(), std::process::id().to_string()),
     ]
 }
 
