@@ -31,8 +31,12 @@ const STRIP_ABOVE: u64 = 16 << 20;
 
 /// The bytes of `path` without debug info, through binutils' objcopy.
 fn stripped(path: &Path) -> Result<Vec<u8>> {
+    // One output file per call: tests of one binary build guests from several threads at once, and
+    // a name shared by two of them let one remove the file the other was about to read.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = std::env::temp_dir().join(format!(
-        "numaff-testvm-strip-{}-{}",
+        "numaff-testvm-strip-{}-{call}-{}",
         std::process::id(),
         path.file_name()
             .map(|n| n.to_string_lossy().into_owned())
