@@ -62,6 +62,29 @@ fn ingest(c: &mut Criterion) {
             }
         })
     });
+    // Each table alone, batched as above (where the time of the batch path goes).
+    group.bench_function("numa_table/batch", |b| {
+        let mut numa = NumaTable::new(NumaTableConfig::new(4, 1 << 20));
+        let pages: Vec<(u64, u32)> = stream
+            .iter()
+            .map(|&(_, n, a)| (a >> 12, n as u32))
+            .collect();
+        b.iter(|| {
+            for batch in pages.chunks(1024) {
+                numa.record_batch(batch);
+            }
+        })
+    });
+    group.bench_function("sharing_table/batch", |b| {
+        let mut sharing = SharingTable::new(SharingTableConfig::default());
+        let mut matrix = SharingMatrix::new();
+        let accesses: Vec<(u16, u64)> = stream.iter().map(|&(t, _, a)| (t, a)).collect();
+        b.iter(|| {
+            for batch in accesses.chunks(1024) {
+                sharing.record_batch(batch, &mut matrix);
+            }
+        })
+    });
     group.finish();
 }
 

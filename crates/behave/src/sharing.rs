@@ -31,9 +31,13 @@ struct Entry {
     lru: u16,
 }
 
-/// How far ahead [`SharingTable::record_batch`] prefetches entries: enough accesses to cover a
+/// How far ahead [`crate::NumaTable::record_batch`] prefetches vectors: enough accesses to cover a
 /// memory latency (about 100 ns) at a few ns each.
 pub const PREFETCH_AHEAD: usize = 16;
+
+/// Accesses per group of [`SharingTable::record_batch`]'s two passes (all of a group's entries are
+/// prefetched before the first is updated); tuned with `cargo bench -p numaff-behave --bench ingest`.
+pub const PIPELINE: usize = 64;
 
 /// Asks the cpu to bring `value`'s cache line into the caches (a hint; nothing on other targets).
 #[inline(always)]
@@ -140,11 +144,17 @@ impl SharingTable {
     /// with the MRU (the vector never holds a thread twice). Ids of `EMPTY` (65,535) are ignored.
     #[inline]
     pub fn record(&mut self, thread: u16, address: u64, matrix: &mut SharingMatrix) {
+        let block = address >> self.block_shift;
+        self.update(self.slot(block), tag_of(block), thread, matrix);
+    }
+
+    /// The update of [`Self::record`] for the block with fingerprint `tag` in entry `slot`
+    /// (`slot` < the table's length, as [`Self::slot`] gives).
+    #[inline(always)]
+    fn update(&mut self, slot: usize, tag: u32, thread: u16, matrix: &mut SharingMatrix) {
         if thread == EMPTY {
             return;
         }
-        let block = address >> self.block_shift;
-        let (slot, tag) = (self.slot(block), tag_of(block));
         let e = &mut self.entries[slot];
         if e.tag != tag {
             if e.tag != NO_BLOCK {
@@ -168,16 +178,25 @@ impl SharingTable {
     }
 
     /// Records accesses `(thread, address)` in order, exactly as [`Self::record`] one after another
-    /// would, but faster: the entries of the accesses [`PREFETCH_AHEAD`] positions ahead are
-    /// prefetched, so that the cache misses of a table larger than the caches (8 MiB by default)
-    /// overlap instead of stalling one access at a time.
+    /// would, but faster, by software pipelining in groups of [`PIPELINE`] accesses: a first pass
+    /// computes every access's entry and fingerprint and prefetches the entries, a second pass
+    /// updates them, so that the cache misses of a table larger than the caches (8 MiB by default)
+    /// overlap instead of stalling one access at a time. A later update of the same entry inside a
+    /// group sees the earlier one, as the second pass runs in order.
     pub fn record_batch(&mut self, accesses: &[(u16, u64)], matrix: &mut SharingMatrix) {
-        for (i, &(thread, address)) in accesses.iter().enumerate() {
-            if let Some(&(_, ahead)) = accesses.get(i + PREFETCH_AHEAD) {
-                let slot = self.slot(ahead >> self.block_shift);
-                prefetch(&self.entries[slot]);
+        let mut slots = [(0usize, 0u32); PIPELINE];
+        for group in accesses.chunks(PIPELINE) {
+            for (s, &(_, address)) in slots.iter_mut().zip(group) {
+                let block = address >> self.block_shift;
+                let slot = self.slot(block);
+                if let Some(e) = self.entries.get(slot) {
+                    prefetch(e);
+                }
+                *s = (slot, tag_of(block));
             }
-            self.record(thread, address, matrix);
+            for (&(slot, tag), &(thread, _)) in slots.iter().zip(group) {
+                self.update(slot, tag, thread, matrix);
+            }
         }
     }
 
@@ -341,11 +360,17 @@ mod tests {
         for chunk in accesses.chunks(100) {
             batch.record_batch(chunk, &mut m2);
         }
+        // One call over the whole stream: 78 full pipeline groups and a partial one.
+        let (mut whole, mut m3) = (SharingTable::new(config), SharingMatrix::new());
+        whole.record_batch(&accesses, &mut m3);
         assert_eq!(m1, m2);
+        assert_eq!(m1, m3);
+        assert_eq!(one.conflicts(), whole.conflicts());
         assert!(m1.get(1, 2) > 0, "the stream shares blocks");
         assert_eq!(one.conflicts(), batch.conflicts());
         for &(_, a) in &accesses {
             assert_eq!(one.block_vector(a), batch.block_vector(a));
+            assert_eq!(one.block_vector(a), whole.block_vector(a));
         }
     }
 
