@@ -58,7 +58,7 @@ fn fig1_holds([ll, rl, lr, rr]: [f64; 4]) -> (bool, bool) {
 }
 
 #[test]
-fn issue4_nas_sp_reproduces_kmaf_fig1_ordering_and_compounding() {
+fn issue4_nas_sp_kmaf_fig1_order_with_local_data_and_compounding() {
     for scale in [0.5, 1.0] {
         let r = fig1(scale, 0);
         check_fig1(scale, r);
