@@ -243,7 +243,7 @@ fn greedy(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> {
         order[sidx[x]].push(x);
     }
     for o in &mut order {
-        o.sort_by(|&a, &b| {
+        o.sort_unstable_by(|&a, &b| {
             degree[b]
                 .total_cmp(&degree[a])
                 .then(items.real[b].cmp(&items.real[a]))
@@ -359,7 +359,7 @@ fn agglomerate(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> 
         }
         edges.extend(row.iter().map(|&(w, y)| (w, x.min(y), x.max(y))));
     }
-    edges.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    edges.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
     edges.dedup_by(|a, b| a.1 == b.1 && a.2 == b.2);
     // 2. size-bounded union-find.
     let mut parent: Vec<usize> = (0..i_n).collect();
@@ -391,7 +391,7 @@ fn agglomerate(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> 
     }
     let weight = |c: &Vec<usize>| -> f64 { c.iter().map(|&x| items.load[x]).sum() };
     let real = |c: &Vec<usize>| c.iter().any(|&x| items.real[x]);
-    clusters.sort_by(|a, b| {
+    clusters.sort_unstable_by(|a, b| {
         b.len()
             .cmp(&a.len())
             .then(real(b).cmp(&real(a)))
