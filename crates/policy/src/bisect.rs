@@ -10,8 +10,11 @@
 //! heavy-edge matching coarsens the graph, several greedy graph-growing starts (from a
 //! pseudo-peripheral vertex and evenly spaced seeds, plus the tasks' given order) partition the
 //! coarsest graph, and Fiduccia–Mattheyses passes with the balance constraint refine it at every
-//! level on the way back; splits of at most [`EXACT`] tasks are enumerated. Deterministic: no
-//! randomness, ties go to the lower index.
+//! level on the way back; splits of at most [`EXACT`] tasks are enumerated. A vertex with more
+//! than two children then gets a k-way refinement ([`kway_refine`]: Kernighan–Lin-style pairwise
+//! exchanges between its children), since the level's share of the hop cost is the k-way cut,
+//! which the chain of bisections only approximates. Deterministic: no randomness, ties go to the
+//! lower index.
 
 use crate::graph::Graph;
 use crate::tree::Tree;
