@@ -10,8 +10,11 @@
 //! heavy-edge matching coarsens the graph, several greedy graph-growing starts (from a
 //! pseudo-peripheral vertex and evenly spaced seeds, plus the tasks' given order) partition the
 //! coarsest graph, and Fiduccia–Mattheyses passes with the balance constraint refine it at every
-//! level on the way back; splits of at most [`EXACT`] tasks are enumerated. Deterministic: no
-//! randomness, ties go to the lower index.
+//! level on the way back; splits of at most [`EXACT`] tasks are enumerated. A vertex with more
+//! than two children then gets a k-way refinement ([`kway_refine`]: Kernighan–Lin-style pairwise
+//! exchanges between its children), since the level's share of the hop cost is the k-way cut,
+//! which the chain of bisections only approximates. Deterministic: no randomness, ties go to the
+//! lower index.
 
 use crate::graph::Graph;
 use crate::tree::Tree;
@@ -69,6 +72,11 @@ impl Sub {
 
 /// The leaf of every vertex of `graph` (tasks, then dummies) with `slots[leaf]` tasks per leaf
 /// (`graph.len()` must be the sum of `slots`).
+///
+/// Tree vertices are handled one at a time, top-down: a vertex's tasks are split among all its
+/// children by recursive bisection (halves of the children, sizes the task slots below each
+/// half), then, with more than two children, [`kway_refine`] exchanges tasks between the children
+/// while that lowers the weight cut between them (the level's share of the hop cost).
 pub(crate) fn recursive_bisection(tree: &Tree, graph: &Graph, slots: &[usize]) -> Vec<usize> {
     let total = graph.len();
     let mut prefix = vec![0usize; slots.len() + 1];
@@ -81,34 +89,193 @@ pub(crate) fn recursive_bisection(tree: &Tree, graph: &Graph, slots: &[usize]) -
     }
     let mut loc = vec![u32::MAX; total];
     let mut wk = Work::default();
-    // (tree level, first and end sibling vertex at that level, tasks)
-    let mut stack: Vec<(usize, usize, usize, Vec<u32>)> =
-        vec![(0, 0, 1, (0..total as u32).collect())];
-    while let Some((l, lo, hi, tasks)) = stack.pop() {
-        if hi - lo == 1 {
-            if l == tree.depth() {
-                let leaf = tree.range(l, lo).start;
-                for t in tasks {
-                    leaf_of[t as usize] = leaf;
-                }
-            } else {
-                let ch = tree.children(l, lo);
-                stack.push((l + 1, ch.start, ch.end, tasks));
+    let mut kw = KWork::default();
+    // (tree level, vertex, its tasks)
+    let mut stack: Vec<(usize, usize, Vec<u32>)> = vec![(0, 0, (0..total as u32).collect())];
+    let mut ranges: Vec<(usize, usize, Vec<u32>)> = Vec::new();
+    while let Some((l, v, tasks)) = stack.pop() {
+        if l == tree.depth() {
+            let leaf = tree.range(l, v).start;
+            for t in tasks {
+                leaf_of[t as usize] = leaf;
             }
             continue;
         }
-        let cap =
-            |a: usize, b: usize| prefix[tree.range(l, b - 1).end] - prefix[tree.range(l, a).start];
-        let whole = cap(lo, hi);
-        let mid = (lo + 1..hi)
-            .min_by_key(|&m| ((cap(lo, m) * 2).abs_diff(whole), m))
-            .unwrap_or(lo + 1);
-        let (a, b) = bisect(graph, tasks, cap(lo, mid), &mut loc, &mut wk);
-        stack.push((l, mid, hi, b));
-        stack.push((l, lo, mid, a));
+        let ch = tree.children(l, v);
+        let k = ch.len();
+        let cap = |a: usize, b: usize| {
+            prefix[tree.range(l + 1, b - 1).end] - prefix[tree.range(l + 1, a).start]
+        };
+        let all = (k > 2).then(|| tasks.clone());
+        // the children's tasks, by bisection of ranges of siblings
+        let mut parts: Vec<Vec<u32>> = vec![Vec::new(); k];
+        ranges.push((ch.start, ch.end, tasks));
+        while let Some((lo, hi, tasks)) = ranges.pop() {
+            if hi - lo == 1 {
+                parts[lo - ch.start] = tasks;
+                continue;
+            }
+            let whole = cap(lo, hi);
+            let mid = (lo + 1..hi)
+                .min_by_key(|&m| ((cap(lo, m) * 2).abs_diff(whole), m))
+                .unwrap_or(lo + 1);
+            let (a, b) = bisect(graph, tasks, cap(lo, mid), &mut loc, &mut wk);
+            ranges.push((mid, hi, b));
+            ranges.push((lo, mid, a));
+        }
+        if let Some(all) = all {
+            kway_refine(graph, &all, &mut parts, &mut loc, &mut kw);
+        }
+        for (c, p) in ch.zip(parts).rev() {
+            stack.push((l + 1, c, p));
+        }
     }
     leaf_of
 }
+
+/// Scratch buffers of [`kway_refine`].
+#[derive(Default)]
+struct KWork {
+    part: Vec<u32>,
+    pos: Vec<u32>,
+    aff: Vec<f64>,
+    wx: Vec<f64>,
+    members: Vec<Vec<u32>>,
+}
+
+/// Pairwise exchanges between the `k = parts.len()` children of a tree vertex (sizes fixed) while
+/// they lower the weight cut between the children, at most [`KWAY_PASSES`] passes; `all` lists the
+/// vertex's tasks (the parts are subsequences of it, and keep its order). With `aff(x, p)` the
+/// weight from x to part p, exchanging x (part a) and y (part b) gains
+/// `aff(x,b) - aff(x,a) + aff(y,a) - aff(y,b) - 2 w(x,y)`, positive only if x prefers b or y
+/// prefers a, so each task looks at the members of the parts it prefers to its own and takes its
+/// best exchange (ties: the first found). `loc` is scratch (all `u32::MAX` on entry and on return).
+fn kway_refine(
+    graph: &Graph,
+    all: &[u32],
+    parts: &mut [Vec<u32>],
+    loc: &mut [u32],
+    kw: &mut KWork,
+) {
+    let k = parts.len();
+    let m = all.len();
+    for (i, &t) in all.iter().enumerate() {
+        loc[t as usize] = i as u32;
+    }
+    let KWork {
+        part,
+        pos,
+        aff,
+        wx,
+        members,
+    } = kw;
+    part.clear();
+    part.resize(m, 0);
+    pos.clear();
+    pos.resize(m, 0);
+    members.resize_with(k, Vec::new);
+    for (p, ts) in parts.iter().enumerate() {
+        members[p].clear();
+        for &t in ts {
+            let x = loc[t as usize];
+            part[x as usize] = p as u32;
+            pos[x as usize] = members[p].len() as u32;
+            members[p].push(x);
+        }
+    }
+    aff.clear();
+    aff.resize(m * k, 0.0);
+    wx.clear();
+    wx.resize(m, 0.0);
+    let mut total = 0.0;
+    for (x, &t) in all.iter().enumerate() {
+        for (y, w) in graph.row(t as usize) {
+            let ly = loc[y];
+            if ly != u32::MAX {
+                aff[x * k + part[ly as usize] as usize] += w;
+                total += w;
+            }
+        }
+    }
+    let eps = 1e-9 * total.max(f64::MIN_POSITIVE);
+    for _ in 0..KWAY_PASSES {
+        let mut improved = false;
+        for x in 0..m {
+            let a = part[x] as usize;
+            let ax = aff[x * k + a];
+            let mut best: Option<(f64, usize)> = None;
+            let mut scattered = false;
+            for b in 0..k {
+                let bx = aff[x * k + b];
+                if b == a || bx <= ax {
+                    continue;
+                }
+                if !scattered {
+                    for (y, w) in graph.row(all[x] as usize) {
+                        let ly = loc[y];
+                        if ly != u32::MAX {
+                            wx[ly as usize] = w;
+                        }
+                    }
+                    scattered = true;
+                }
+                for &y in &members[b] {
+                    let y = y as usize;
+                    let gain = bx - ax + aff[y * k + a] - aff[y * k + b] - 2.0 * wx[y];
+                    if gain > eps && best.is_none_or(|(bg, _)| gain > bg) {
+                        best = Some((gain, y));
+                    }
+                }
+            }
+            if scattered {
+                for (y, _) in graph.row(all[x] as usize) {
+                    let ly = loc[y];
+                    if ly != u32::MAX {
+                        wx[ly as usize] = 0.0;
+                    }
+                }
+            }
+            let Some((_, y)) = best else { continue };
+            let b = part[y] as usize;
+            for (z, w) in graph.row(all[x] as usize) {
+                let lz = loc[z];
+                if lz != u32::MAX {
+                    aff[lz as usize * k + a] -= w;
+                    aff[lz as usize * k + b] += w;
+                }
+            }
+            for (z, w) in graph.row(all[y] as usize) {
+                let lz = loc[z];
+                if lz != u32::MAX {
+                    aff[lz as usize * k + b] -= w;
+                    aff[lz as usize * k + a] += w;
+                }
+            }
+            let (px, py) = (pos[x] as usize, pos[y] as usize);
+            members[a][px] = y as u32;
+            members[b][py] = x as u32;
+            pos.swap(x, y);
+            part[x] = b as u32;
+            part[y] = a as u32;
+            improved = true;
+        }
+        if !improved {
+            break;
+        }
+    }
+    for p in parts.iter_mut() {
+        p.clear();
+    }
+    for (x, &t) in all.iter().enumerate() {
+        parts[part[x] as usize].push(t);
+    }
+    for &t in all {
+        loc[t as usize] = u32::MAX;
+    }
+}
+
+/// Passes of [`kway_refine`] at most.
+const KWAY_PASSES: usize = 2;
 
 /// Splits `tasks` into a part of exactly `ca` tasks and the rest, cutting little weight; both parts
 /// keep the order of `tasks`. `loc` is scratch (all `u32::MAX` on entry and on return).
@@ -790,6 +957,104 @@ mod tests {
             }
             h.reset(n);
             assert_eq!(h.top(), None);
+        }
+    }
+
+    /// Weight cut between the parts (each edge once).
+    fn parts_cut(g: &Graph, parts: &[Vec<u32>]) -> f64 {
+        let mut part = vec![usize::MAX; g.len()];
+        for (p, ts) in parts.iter().enumerate() {
+            for &t in ts {
+                part[t as usize] = p;
+            }
+        }
+        let mut c = 0.0;
+        for x in 0..g.len() {
+            for (y, w) in g.row(x) {
+                if y > x && part[x] != usize::MAX && part[y] != usize::MAX && part[x] != part[y] {
+                    c += w;
+                }
+            }
+        }
+        c
+    }
+
+    /// The k-way refinement keeps every part's size, never raises the cut, keeps each part in the
+    /// vertex's task order, and untangles four cliques whose parts each hold one vertex of the
+    /// next clique (cut 0 afterwards).
+    #[test]
+    fn issue6_kway_refine_keeps_sizes_and_lowers_cut() {
+        let n = 16;
+        let mut c = crate::CommMatrix::new(n);
+        for q in 0..4 {
+            for i in 0..4 {
+                for j in i + 1..4 {
+                    c.add_pair(4 * q + i, 4 * q + j, 10.0);
+                }
+            }
+        }
+        let g = Graph::from_comm(&c, n, n);
+        // part q: clique q without its first vertex, plus the first vertex of clique q+1
+        let mut parts: Vec<Vec<u32>> = (0..4u32)
+            .map(|q| {
+                let mut p: Vec<u32> = (1..4).map(|i| 4 * q + i).collect();
+                p.push(4 * ((q + 1) % 4));
+                p.sort_unstable();
+                p
+            })
+            .collect();
+        let all: Vec<u32> = (0..n as u32).collect();
+        let mut loc = vec![u32::MAX; n];
+        let mut kw = KWork::default();
+        assert!(parts_cut(&g, &parts) > 0.0);
+        kway_refine(&g, &all, &mut parts, &mut loc, &mut kw);
+        assert_eq!(parts_cut(&g, &parts), 0.0, "{parts:?}");
+        assert!(parts.iter().all(|p| p.len() == 4));
+        assert!(loc.iter().all(|&l| l == u32::MAX));
+
+        // random graphs and random parts: sizes kept, cut not raised, order kept
+        let mut rng = SplitMix64::new(61);
+        for round in 0..20 {
+            let n = 30 + rng.below(60);
+            let mut c = crate::CommMatrix::new(n);
+            for _ in 0..4 * n {
+                let (i, j) = (rng.below(n), rng.below(n));
+                if i != j {
+                    c.add_pair(i, j, 1.0 + rng.below(9) as f64);
+                }
+            }
+            let g = Graph::from_comm(&c, n, n);
+            // a vertex's tasks: a shuffled subset of the graph's vertices
+            let mut all: Vec<u32> = (0..n as u32).filter(|_| rng.below(5) > 0).collect();
+            for i in (1..all.len()).rev() {
+                all.swap(i, rng.below(i + 1));
+            }
+            let k = 3 + rng.below(6);
+            let mut parts: Vec<Vec<u32>> = vec![Vec::new(); k];
+            for &t in &all {
+                parts[rng.below(k)].push(t);
+            }
+            let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
+            let before = parts_cut(&g, &parts);
+            let mut loc = vec![u32::MAX; n];
+            kway_refine(&g, &all, &mut parts, &mut loc, &mut kw);
+            let after = parts_cut(&g, &parts);
+            assert!(after <= before, "round {round}: cut {before} -> {after}");
+            assert_eq!(parts.iter().map(Vec::len).collect::<Vec<_>>(), sizes);
+            let rank: std::collections::HashMap<u32, usize> =
+                all.iter().enumerate().map(|(i, &t)| (t, i)).collect();
+            for p in &parts {
+                assert!(
+                    p.windows(2).all(|w| rank[&w[0]] < rank[&w[1]]),
+                    "round {round}"
+                );
+            }
+            let mut seen: Vec<u32> = parts.concat();
+            seen.sort_unstable();
+            let mut want = all.clone();
+            want.sort_unstable();
+            assert_eq!(seen, want);
+            assert!(loc.iter().all(|&l| l == u32::MAX));
         }
     }
 

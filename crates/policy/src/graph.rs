@@ -30,8 +30,9 @@ impl Graph {
         for i in 0..cn {
             let row = &comm.row(i)[..cn];
             for (k, chunk) in row.chunks(CHUNK).enumerate() {
-                // Sparse rows: skip all-zero chunks with one vectorisable test.
-                if chunk.iter().fold(0.0f64, |a, &v| a.max(v)) == 0.0 {
+                // Sparse rows: skip all-zero chunks with one vectorisable test (an OR of the
+                // bits: only +0.0 cells give 0; -0.0 and NaN fall through to the exact test).
+                if chunk.iter().fold(0u64, |a, &v| a | v.to_bits()) == 0 {
                     continue;
                 }
                 for (jj, &v) in chunk.iter().enumerate() {
@@ -106,14 +107,6 @@ impl Graph {
             .iter()
             .zip(&self.w[r])
             .map(|(&y, &w)| (y as usize, w))
-    }
-
-    /// Weight of the edge x–y (0 without one); rows are sorted, so a binary search.
-    pub(crate) fn weight(&self, x: usize, y: usize) -> f64 {
-        let r = self.off[x]..self.off[x + 1];
-        self.adj[r.clone()]
-            .binary_search(&(y as u32))
-            .map_or(0.0, |i| self.w[r.start + i])
     }
 
     /// Total weight of the edges of `x`.

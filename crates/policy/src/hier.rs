@@ -243,7 +243,7 @@ fn greedy(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> {
         order[sidx[x]].push(x);
     }
     for o in &mut order {
-        o.sort_by(|&a, &b| {
+        o.sort_unstable_by(|&a, &b| {
             degree[b]
                 .total_cmp(&degree[a])
                 .then(items.real[b].cmp(&items.real[a]))
@@ -359,7 +359,7 @@ fn agglomerate(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> 
         }
         edges.extend(row.iter().map(|&(w, y)| (w, x.min(y), x.max(y))));
     }
-    edges.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    edges.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
     edges.dedup_by(|a, b| a.1 == b.1 && a.2 == b.2);
     // 2. size-bounded union-find.
     let mut parent: Vec<usize> = (0..i_n).collect();
@@ -391,7 +391,7 @@ fn agglomerate(items: &Level, g: &Graph, needs: &[Vec<u32>]) -> Vec<Vec<usize>> 
     }
     let weight = |c: &Vec<usize>| -> f64 { c.iter().map(|&x| items.load[x]).sum() };
     let real = |c: &Vec<usize>| c.iter().any(|&x| items.real[x]);
-    clusters.sort_by(|a, b| {
+    clusters.sort_unstable_by(|a, b| {
         b.len()
             .cmp(&a.len())
             .then(real(b).cmp(&real(a)))
@@ -517,12 +517,16 @@ fn exchange(g: &Graph, owner: &mut [usize], groups: &mut [Vec<usize>], passes: u
             Err(i) => a.insert(i, (gi as u32, v)),
         }
     }
+    // own[y]: y's affinity to its own group, kept equal to `get(&aff[y], owner[y])` (updated by
+    // the same additions); wx: x's row scattered (the weight x–y without a search).
+    let mut own: Vec<f64> = (0..i_n).map(|y| get(&aff[y], owner[y])).collect();
+    let mut wx = vec![0.0; i_n];
     let mut prefer: Vec<(f64, usize)> = Vec::new();
     for _ in 0..passes {
         let mut improved = false;
         for x in 0..i_n {
             let a = owner[x];
-            let ax = get(&aff[x], a);
+            let ax = own[x];
             let mut best: Option<(f64, usize)> = None;
             prefer.clear();
             prefer.extend(
@@ -537,9 +541,14 @@ fn exchange(g: &Graph, owner: &mut [usize], groups: &mut [Vec<usize>], passes: u
                 });
                 prefer.truncate(EXCHANGE_GROUPS);
             }
+            if !prefer.is_empty() {
+                for (y, w) in g.row(x) {
+                    wx[y] = w;
+                }
+            }
             for &(bx, b) in &prefer {
                 for &y in &groups[b] {
-                    let gain = bx - ax + get(&aff[y], a) - get(&aff[y], b) - 2.0 * g.weight(x, y);
+                    let gain = bx - ax + get(&aff[y], a) - own[y] - 2.0 * wx[y];
                     if gain > 1e-9 * (1.0 + ax.abs())
                         && best.is_none_or(|(bg, by)| gain > bg || (gain == bg && y < by))
                     {
@@ -547,18 +556,35 @@ fn exchange(g: &Graph, owner: &mut [usize], groups: &mut [Vec<usize>], passes: u
                     }
                 }
             }
+            if !prefer.is_empty() {
+                for (y, _) in g.row(x) {
+                    wx[y] = 0.0;
+                }
+            }
             let Some((_, y)) = best else { continue };
             let b = owner[y];
             for (z, w) in g.row(x) {
                 add(&mut aff[z], a, -w);
                 add(&mut aff[z], b, w);
+                if owner[z] == a {
+                    own[z] -= w;
+                } else if owner[z] == b {
+                    own[z] += w;
+                }
             }
             for (z, w) in g.row(y) {
                 add(&mut aff[z], b, -w);
                 add(&mut aff[z], a, w);
+                if owner[z] == b {
+                    own[z] -= w;
+                } else if owner[z] == a {
+                    own[z] += w;
+                }
             }
             owner[x] = b;
             owner[y] = a;
+            own[x] = get(&aff[x], b);
+            own[y] = get(&aff[y], a);
             if let Some(p) = groups[a].iter().position(|&m| m == x) {
                 groups[a][p] = y;
             }
