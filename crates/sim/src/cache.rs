@@ -16,6 +16,19 @@ pub struct SetAssoc {
     ways: usize,
     sets: u64,
     mask: Option<u64>,
+    /// `u128::MAX / sets + 1`: the set of a line as Lemire's `fastmod_u64` (exact for every u64,
+    /// Lemire, Kaser & Kurz 2019, "Faster remainder by direct computation"), without a division,
+    /// when `sets` is not a power of two.
+    magic: u128,
+}
+
+/// `a % d` from `magic = u128::MAX / d + 1` with three multiplications instead of a division.
+#[inline]
+fn fastmod(a: u64, magic: u128, d: u64) -> u64 {
+    let low = magic.wrapping_mul(u128::from(a));
+    let bottom = ((low & u128::from(u64::MAX)) * u128::from(d)) >> 64;
+    let top = (low >> 64) * u128::from(d);
+    ((bottom + top) >> 64) as u64
 }
 
 impl SetAssoc {
@@ -33,6 +46,7 @@ impl SetAssoc {
             ways: ways as usize,
             sets,
             mask: sets.is_power_of_two().then(|| sets - 1),
+            magic: (u128::MAX / u128::from(sets)).wrapping_add(1),
         }
     }
 
@@ -40,17 +54,19 @@ impl SetAssoc {
     fn set_of(&self, line: u64) -> usize {
         let s = match self.mask {
             Some(m) => line & m,
-            None => line % self.sets,
+            None => fastmod(line, self.magic, self.sets),
         };
         s as usize * self.ways
     }
 
-    /// Starts the host's fetch of the line's set (its first and last ways), without waiting.
+    /// Starts the host's fetch of the line's set (every host cache line of it), without waiting.
     #[inline]
     pub fn prefetch(&self, line: u64) {
         let base = self.set_of(line);
         let p = self.entries.as_ptr();
-        crate::hostmem::prefetch(p.wrapping_add(base));
+        for w in (0..self.ways).step_by(8) {
+            crate::hostmem::prefetch(p.wrapping_add(base + w));
+        }
         crate::hostmem::prefetch(p.wrapping_add(base + self.ways - 1));
     }
 
@@ -145,6 +161,36 @@ impl SetAssoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue4_fastmod_equals_remainder() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for d in [
+            1u64,
+            3,
+            5,
+            7,
+            20_480,
+            40_960,
+            81_920,
+            12_345_679,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let magic = (u128::MAX / u128::from(d)).wrapping_add(1);
+            for a in [0, 1, d - 1, d, d.wrapping_add(1), u64::MAX, u64::MAX - 1] {
+                assert_eq!(fastmod(a, magic, d), a % d, "{a} % {d}");
+            }
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                assert_eq!(fastmod(x, magic, d), x % d, "{x} % {d}");
+                let small = x >> 40;
+                assert_eq!(fastmod(small, magic, d), small % d, "{small} % {d}");
+            }
+        }
+    }
 
     #[test]
     fn lru_evicts_least_recently_used_of_a_set() {

@@ -78,10 +78,14 @@ impl<V: Copy + Default> LineMap<V> {
         }
     }
 
-    /// Starts the host's fetch of the slot where a lookup of `key` begins (see `hostmem::prefetch`).
+    /// Starts the host's fetch of the slot where a lookup of `key` begins and of the slot after
+    /// it, where the probe often ends (see `hostmem::prefetch`).
     #[inline]
     pub(crate) fn prefetch(&self, key: u64) {
-        crate::hostmem::prefetch(self.slots.as_ptr().wrapping_add(self.home(key)));
+        let home = self.home(key);
+        let p = self.slots.as_ptr();
+        crate::hostmem::prefetch(p.wrapping_add(home));
+        crate::hostmem::prefetch(p.wrapping_add((home + 1) & self.mask()));
     }
 
     /// Number of keys present.

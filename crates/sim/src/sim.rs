@@ -51,6 +51,14 @@ const ASID_SHIFT: u32 = 58;
 const LINE_MASK: u64 = (1 << ASID_SHIFT) - 1;
 /// Tracked cache instances that get their own directory bit; more alias (costing only precision).
 const DIR_BITS: usize = 128;
+/// How many ops a thread pulls ahead of the one it runs. Pulling ahead changes nothing simulated
+/// (generators are pure functions of their own parameters); it only lets the host start fetching
+/// the cache sets, directory slots and page slots of the coming accesses early, so that the host
+/// cache misses of several simulated accesses overlap instead of coming one after another.
+const LOOKAHEAD: usize = 8;
+/// Distance (in ops) at which the directory slots of the lines those accesses will evict are
+/// fetched; their sets were fetched `LOOKAHEAD - VICTIM_AHEAD` ops earlier.
+const VICTIM_AHEAD: usize = 3;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct DirEntry {
@@ -117,6 +125,16 @@ struct Thread {
     remote: u64,
     migrations: u64,
     sample_countdown: u64,
+    /// Ops already pulled from `ops` but not yet run: a ring of `ahead_len` ops from `ahead_head`.
+    ahead: [Op; LOOKAHEAD],
+    ahead_head: u8,
+    ahead_len: u8,
+    /// Calls of `next_op` left that pull ahead with host fetches, set at each first-level miss
+    /// (`next_op` starts fetches only while the thread misses: hits need none, and checking each
+    /// access's first level ahead of time would cost the hits more than it saves).
+    l1_misses: u8,
+    /// `ops` has returned None.
+    ops_done: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -385,6 +403,11 @@ impl Simulator {
                 remote: 0,
                 migrations: 0,
                 sample_countdown: countdown,
+                ahead: [Op::Compute(0); LOOKAHEAD],
+                ahead_head: 0,
+                ahead_len: 0,
+                l1_misses: 0,
+                ops_done: false,
             });
             self.enqueue(ti, p);
         }
@@ -713,7 +736,7 @@ impl Simulator {
                 if shared && clock >= self.pus[p].slice_end {
                     break;
                 }
-                match self.threads[ti].ops.next() {
+                match self.next_op(ti, p) {
                     None => {
                         self.finish(ti, p);
                         break;
@@ -733,6 +756,67 @@ impl Simulator {
                 }
             }
         }
+    }
+
+    /// The next op of thread `ti` (running on PU `p`), from its lookahead buffer, which is kept
+    /// `LOOKAHEAD` ops full. An access entering the buffer gets its host fetches started (its sets
+    /// on `p`'s path, its directory slot, its page slot); the access `VICTIM_AHEAD` from the front
+    /// gets the directory slots of its sets' least recently used lines started. Hints only: what
+    /// is simulated does not depend on them.
+    #[inline]
+    fn next_op(&mut self, ti: usize, p: usize) -> Option<Op> {
+        let th = &mut self.threads[ti];
+        let pi = th.proc;
+        let path = &self.pus[p].path;
+        let fetch = th.l1_misses > 0;
+        th.l1_misses = th.l1_misses.saturating_sub(1);
+        if !fetch {
+            // Hitting the first level: no fetches to start; run what was pulled, then pull
+            // straight from the generator.
+            if th.ahead_len == 0 {
+                return if th.ops_done { None } else { th.ops.next() };
+            }
+        }
+        while fetch && usize::from(th.ahead_len) < LOOKAHEAD && !th.ops_done {
+            let Some(op) = th.ops.next() else {
+                th.ops_done = true;
+                break;
+            };
+            let slot = (usize::from(th.ahead_head) + usize::from(th.ahead_len)) % LOOKAHEAD;
+            th.ahead[slot] = op;
+            th.ahead_len += 1;
+            if let Op::Access(a) = op {
+                let key = ((pi as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
+                // The inner levels' tags are small enough to stay in the host's caches.
+                if let Some(&llc) = path.last() {
+                    self.caches[llc].cache.prefetch(key);
+                }
+                self.dir.prefetch(key);
+                let pr = &self.procs[pi];
+                pr.pages.prefetch(a.vaddr >> pr.page_shift);
+            }
+        }
+        if fetch && usize::from(th.ahead_len) > VICTIM_AHEAD {
+            let slot = (usize::from(th.ahead_head) + VICTIM_AHEAD) % LOOKAHEAD;
+            if let Op::Access(a) = th.ahead[slot] {
+                let key = ((pi as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
+                for &k in path.iter().skip(1) {
+                    let c = &self.caches[k];
+                    if c.bit.is_some() {
+                        if let Some(victim) = c.cache.lru(key) {
+                            self.dir.prefetch(victim);
+                        }
+                    }
+                }
+            }
+        }
+        if th.ahead_len == 0 {
+            return None;
+        }
+        let op = th.ahead[usize::from(th.ahead_head)];
+        th.ahead_head = ((usize::from(th.ahead_head) + 1) % LOOKAHEAD) as u8;
+        th.ahead_len -= 1;
+        Some(op)
     }
 
     fn drain(&mut self, ti: usize, p: usize) -> f64 {
@@ -929,9 +1013,10 @@ impl Simulator {
         let pu = &self.pus[p];
         let mut hit = None;
         for (pos, &k) in pu.path.iter().enumerate() {
-            if pos == 1 {
-                // The first level missed: start the host's fetches of the last level's set, the
-                // line's directory slot and its page's slot, so that their host cache misses overlap.
+            if pos == 1 && self.threads[ti].l1_misses == 0 {
+                // The first level missed after a run of hits, so `next_op` started no fetches
+                // for this access: start the host's fetches of the last level's set, the line's
+                // directory slot and its page's slot now, so that their host misses overlap.
                 if let Some(&llc) = pu.path.last() {
                     self.caches[llc].cache.prefetch(key);
                 }
@@ -951,6 +1036,9 @@ impl Simulator {
                     self.dir.prefetch(victim);
                 }
             }
+        }
+        if !matches!(hit, Some((0, _))) {
+            self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
         }
         if let Some((pos, st)) = hit {
             self.stats.hits[pos.min(7)] += 1;

@@ -1,0 +1,46 @@
+//! Scratch driver for CPU-time A/B runs of the simulator's speed (issue 4): the stream of
+//! benches/accesses.rs, `reps` x 1 M accesses on a fresh `Simulator` each, under `perf stat`.
+
+use numaff_sim::{Access, DataPolicy, Op, ProcessSpec, SimConfig, Simulator, ThreadSpec};
+
+const N: u64 = 1_000_000;
+
+/// `span` bytes walked at random (xorshift), 1 store in 4 (as benches/accesses.rs).
+fn random_stream(span: u64) -> impl Iterator<Item = Op> + Send {
+    let mut x = 88_172_645_463_325_252u64;
+    (0..N).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let a = 0x1000_0000 + (x % span);
+        Op::Access(if x & 3 == 0 {
+            Access::write(a)
+        } else {
+            Access::read(a)
+        })
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let span: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(4 << 20);
+    let reps: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let m = numaff_machine::catalog::load("laso-hpl").expect("catalog machine");
+    let mut sum = 0u64;
+    let t0 = std::time::Instant::now();
+    for _ in 0..reps {
+        let sim = Simulator::new(&m, SimConfig::default());
+        let spec = ProcessSpec::new("bench", DataPolicy::Interleave).thread(ThreadSpec::new(
+            "t",
+            0,
+            random_stream(span),
+        ));
+        sum += sim.spawn_and_run(spec).makespan_ns;
+    }
+    let s = t0.elapsed().as_secs_f64();
+    println!(
+        "span {span} reps {reps}: makespan sum {sum} ns, wall {:.3} s, {:.2} M/s wall",
+        s,
+        f64::from(reps) * N as f64 / s / 1e6
+    );
+}
