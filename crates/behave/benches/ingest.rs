@@ -3,8 +3,11 @@
 
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use numaff_behave::{
+    NumaTable, NumaTableConfig, SharingMatrix, SharingTable, SharingTableConfig, TableSample,
+    Tables,
+};
 use std::time::Duration;
-use numaff_behave::{NumaTable, NumaTableConfig, SharingMatrix, SharingTable, SharingTableConfig};
 
 /// A reproducible sample stream: 16 threads on 4 nodes touching a 1 GiB region, mostly near their
 /// previous address (as page-fault samples are), sometimes far.
@@ -83,9 +86,53 @@ fn ingest(c: &mut Criterion<CpuTime>) {
             }
         })
     });
-    // The batch APIs, fed as a trace reader feeds samples: in batches of 1024, each split into the
-    // (page, node) and (thread, address) arrays here, inside the timed loop.
+    // The fused batch path (`Tables::record_batch`) over batches of 1024 samples already in its
+    // input form: the tables' own cost.
+    let table_samples: Vec<TableSample> = stream
+        .iter()
+        .map(|&(t, node, addr)| TableSample {
+            addr,
+            node: node as u32,
+            thread: t,
+        })
+        .collect();
     group.bench_function("numa_table+sharing_table/batch", |b| {
+        let mut tables = Tables::new(
+            NumaTableConfig::new(4, 1 << 20),
+            SharingTableConfig::default(),
+            4096,
+        );
+        b.iter(|| {
+            for batch in table_samples.chunks(1024) {
+                tables.record_batch(batch, |_, _| {});
+            }
+        })
+    });
+    // The same, fed as `numaff analyze` feeds it: each batch of 1024 is first copied from another
+    // representation (here the bench's tuples) into the input form, inside the timed loop.
+    group.bench_function("numa_table+sharing_table/batch+copy", |b| {
+        let mut tables = Tables::new(
+            NumaTableConfig::new(4, 1 << 20),
+            SharingTableConfig::default(),
+            4096,
+        );
+        let mut buf: Vec<TableSample> = Vec::with_capacity(1024);
+        b.iter(|| {
+            for batch in stream.chunks(1024) {
+                buf.clear();
+                buf.extend(batch.iter().map(|&(t, node, addr)| TableSample {
+                    addr,
+                    node: node as u32,
+                    thread: t,
+                }));
+                tables.record_batch(&buf, |_, _| {});
+            }
+        })
+    });
+    // The two tables' own batch APIs one after the other, each batch of 1024 split into the
+    // (page, node) and (thread, address) arrays inside the timed loop (the batch path before
+    // `Tables::record_batch`).
+    group.bench_function("numa_table+sharing_table/split", |b| {
         let mut numa = NumaTable::new(NumaTableConfig::new(4, 1 << 20));
         let mut sharing = SharingTable::new(SharingTableConfig::default());
         let mut matrix = SharingMatrix::new();
