@@ -43,6 +43,7 @@ pub struct Tables {
     page_shift: u32,
 }
 
+#[inline(always)]
 fn some(t: u16) -> Option<u16> {
     (t != EMPTY).then_some(t)
 }

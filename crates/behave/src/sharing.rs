@@ -76,6 +76,7 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
 const NO_BLOCK: u32 = u32::MAX;
 
 /// A 32-bit fingerprint of a block number, never `NO_BLOCK`.
+#[inline(always)]
 fn tag_of(block: u64) -> u32 {
     let t = (block ^ (block >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
     (t as u32).min(NO_BLOCK - 1)
@@ -125,7 +126,7 @@ impl SharingTable {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&self, block: u64) -> usize {
         if self.bits == 0 {
             return 0;
