@@ -4,9 +4,10 @@
 //!
 //! Two streaming passes over the trace, so that its size is bounded by disk, not memory: the first
 //! finds the threads, the nodes, the time span and which kinds of samples there are; the second
-//! feeds the structures. Memory is bounded by the thread count (the matrices), the NUMA table
-//! (`max_pages`), the sharing table (`sharing.blocks`), [`TIME_BINS`], and the distinct 64-byte lines
-//! written (the communication detector remembers each line's last writer).
+//! feeds the structures (kMAF's two tables batch by batch, through [`Tables::record_batch`]).
+//! Memory is bounded by the thread count (the matrices), the NUMA table (`max_pages`), the sharing
+//! table (`sharing.blocks`), [`TIME_BINS`], and the distinct 64-byte lines written (the
+//! communication detector remembers each line's last writer).
 //!
 //! **Which samples make communication events.** A load or store sample has a known direction:
 //! communication events are DeLocProf's (002 §2.3.2), a store by one thread then a load of the same
