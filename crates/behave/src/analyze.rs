@@ -46,6 +46,9 @@ use crate::trace::{TraceError, TraceReader};
 /// works on, and the bars of the events-over-time figure).
 pub const TIME_BINS: usize = 2000;
 
+/// Samples fed to the tables at a time ([`Tables::record_batch`]).
+const TABLE_BATCH: usize = 4096;
+
 /// Settings of the analysis.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AnalyzeConfig {
@@ -337,56 +340,61 @@ where
     let mut input: Vec<TableSample> = Vec::new();
     let mut side: Vec<(u64, usize, usize)> = Vec::new();
     for batch in open()? {
-        input.clear();
-        side.clear();
-        for x in batch? {
-            // The thread set and time span are those of the first pass; a source that changed in
-            // between is not analysed beyond them.
-            let Some(&task) = index.get(&(x.pid, x.tid)) else {
-                continue;
-            };
-            if x.time_ns < sc.start || x.time_ns > sc.end || x.node as usize >= nodes {
-                continue;
+        // In parts of at most TABLE_BATCH samples, so that the buffers stay in the caches whatever
+        // the size of the source's batches.
+        for part in batch?.chunks(TABLE_BATCH) {
+            input.clear();
+            side.clear();
+            for x in part {
+                // The thread set and time span are those of the first pass; a source that
+                // changed in between is not analysed beyond them.
+                let Some(&task) = index.get(&(x.pid, x.tid)) else {
+                    continue;
+                };
+                if x.time_ns < sc.start || x.time_ns > sc.end || x.node as usize >= nodes {
+                    continue;
+                }
+                samples_per_node[x.node as usize] += 1;
+                let mut thread = NO_THREAD;
+                match (comm_source, x.kind) {
+                    (CommSource::LoadsAndStores, Kind::Load | Kind::Store) => {
+                        if let Some(e) =
+                            detector.access(x.time_ns, task, x.addr, x.kind == Kind::Store)
+                        {
+                            add_event(e.time_ns, e.from, e.to, e.bytes as f64);
+                        }
+                    }
+                    (CommSource::SharingTable, Kind::Fault) => {
+                        // Thread ids of the sharing table are 16-bit; more threads than that are
+                        // not tracked for sharing (NO_THREAD is u16::MAX).
+                        thread = u16::try_from(task).unwrap_or(NO_THREAD);
+                    }
+                    _ => {}
+                }
+                input.push(TableSample {
+                    addr: x.addr,
+                    node: x.node,
+                    thread,
+                });
+                side.push((x.time_ns, task, x.node as usize));
             }
-            samples_per_node[x.node as usize] += 1;
-            let mut thread = NO_THREAD;
-            match (comm_source, x.kind) {
-                (CommSource::LoadsAndStores, Kind::Load | Kind::Store) => {
-                    if let Some(e) = detector.access(x.time_ns, task, x.addr, x.kind == Kind::Store)
-                    {
-                        add_event(e.time_ns, e.from, e.to, e.bytes as f64);
+            tables.record_batch(&input, |i, r| {
+                let Some(&(time_ns, task, node)) = side.get(i) else {
+                    return;
+                };
+                if let Some(nv) = r.vector {
+                    if nv.iter().map(|&c| u32::from(c)).sum::<u32>() == 1 {
+                        first_touch[node] += 1;
                     }
                 }
-                (CommSource::SharingTable, Kind::Fault) => {
-                    // Thread ids of the sharing table are 16-bit; more threads than that are not
-                    // tracked for sharing (NO_THREAD is u16::MAX).
-                    thread = u16::try_from(task).unwrap_or(NO_THREAD);
+                let (mru, lru) = r.previous;
+                for u in [mru, lru].into_iter().flatten() {
+                    if usize::from(u) != task {
+                        add_event(time_ns, usize::from(u), task, block_bytes as f64);
+                    }
                 }
-                _ => {}
-            }
-            input.push(TableSample {
-                addr: x.addr,
-                node: x.node,
-                thread,
             });
-            side.push((x.time_ns, task, x.node as usize));
         }
-        tables.record_batch(&input, |i, r| {
-            let Some(&(time_ns, task, node)) = side.get(i) else {
-                return;
-            };
-            if let Some(nv) = r.vector {
-                if nv.iter().map(|&c| u32::from(c)).sum::<u32>() == 1 {
-                    first_touch[node] += 1;
-                }
-            }
-            let (mru, lru) = r.previous;
-            for u in [mru, lru].into_iter().flatten() {
-                if usize::from(u) != task {
-                    add_event(time_ns, usize::from(u), task, block_bytes as f64);
-                }
-            }
-        });
     }
     let table = &tables.numa;
 
@@ -695,9 +703,10 @@ mod tests {
         assert_eq!(a.communication_matrix[2].iter().sum::<f64>(), 0.0);
     }
 
-    /// `analyze` feeds the tables through `Tables::record_batch`, batch by batch: its matrix, events,
-    /// first touches and drops are those of one `SharingTable::record` and `NumaTable::record` per
-    /// sample (kMAF's semantics), whatever the batch sizes of the trace.
+    /// `analyze` feeds the tables through `Tables::record_batch`, batch by batch: its matrix,
+    /// events, first touches and drops are those of one `SharingTable::record` and
+    /// `NumaTable::record` per sample (kMAF's semantics), whatever the batch sizes of the trace
+    /// (also beyond `TABLE_BATCH`, which splits a batch into parts).
     #[test]
     fn issue5_analyze_batches_equal_per_sample_tables() {
         use crate::numa_table::NumaTable;

@@ -1,5 +1,5 @@
-//! kMAF's two tables fed together (000 §4.3): each sample counts in its page's NUMA vector
-//! (§4.3.1) and, for a sharing-table access, updates its block's vector and the sharing matrix (§4.3.2).
+//! kMAF's two tables fed together (000 §4.3): each sample counts in its page's NUMA vector (§4.3.1)
+//! and, for a sharing-table access, updates its block's vector and the sharing matrix (§4.3.2).
 
 use crate::numa_table::{NumaTable, NumaTableConfig};
 use crate::sharing::{SharingMatrix, SharingTable, SharingTableConfig, EMPTY, PIPELINE};
@@ -49,7 +49,8 @@ fn some(t: u16) -> Option<u16> {
 }
 
 impl Tables {
-    /// Empty tables; `page_bytes` (rounded up to a power of two) turns addresses into pages (eq. 1).
+    /// Empty tables; `page_bytes` (rounded up to a power of two) turns addresses into pages
+    /// (eq. 1).
     pub fn new(numa: NumaTableConfig, sharing: SharingTableConfig, page_bytes: u64) -> Self {
         Tables {
             numa: NumaTable::new(numa),
@@ -74,9 +75,9 @@ impl Tables {
 
     /// Records `samples` in order, exactly as [`Self::record`] one after another would, calling
     /// `each(i, recorded)` for sample `i` right after recording it. Faster, by software pipelining
-    /// in groups of [`PIPELINE`] samples: a first pass finds every sample's NUMA vector (storing new
-    /// chunks in sample order) and sharing-table entry and prefetches both, a second pass updates
-    /// them in order, so that the cache misses of the two tables overlap.
+    /// in groups of [`PIPELINE`] samples: a first pass finds every sample's NUMA vector (storing
+    /// new chunks in sample order) and sharing-table entry and prefetches both, a second pass
+    /// updates them in order, so that the cache misses of the two tables overlap.
     #[inline]
     pub fn record_batch<F>(&mut self, samples: &[TableSample], mut each: F)
     where
@@ -151,8 +152,8 @@ mod tests {
     }
 
     /// The fused batch path gives the same tables, matrix and per-sample results as one
-    /// `NumaTable::record` and `SharingTable::record` after another (Fig. 3 semantics), also when the
-    /// NUMA table fills up and with nodes out of range.
+    /// `NumaTable::record` and `SharingTable::record` after another (Fig. 3 semantics), also when
+    /// the NUMA table fills up and with nodes out of range.
     #[test]
     fn issue5_tables_record_batch_equals_records() {
         let mut samples = stream(20_000, 6);
