@@ -4,9 +4,10 @@
 //!
 //! Two streaming passes over the trace, so that its size is bounded by disk, not memory: the first
 //! finds the threads, the nodes, the time span and which kinds of samples there are; the second
-//! feeds the structures. Memory is bounded by the thread count (the matrices), the NUMA table
-//! (`max_pages`), the sharing table (`sharing.blocks`), [`TIME_BINS`], and the distinct 64-byte lines
-//! written (the communication detector remembers each line's last writer).
+//! feeds the structures (kMAF's two tables batch by batch, through [`Tables::record_batch`]).
+//! Memory is bounded by the thread count (the matrices), the NUMA table (`max_pages`), the sharing
+//! table (`sharing.blocks`), [`TIME_BINS`], and the distinct 64-byte lines written (the
+//! communication detector remembers each line's last writer).
 //!
 //! **Which samples make communication events.** A load or store sample has a known direction:
 //! communication events are DeLocProf's (002 §2.3.2), a store by one thread then a load of the same
@@ -35,14 +36,18 @@ use crate::delocprof::{
     classify, cluster_times, commloc, lcomm, task_sequence, Class, ClassThresholds, Clustering,
     Metrics, ThreadCommDetector,
 };
-use crate::numa_table::{exclusivity, NumaTable, NumaTableConfig};
+use crate::ingest::{TableSample, Tables, NO_THREAD};
+use crate::numa_table::{exclusivity, NumaTableConfig};
 use crate::sample::{Kind, Sample, TraceMeta};
-use crate::sharing::{SharingMatrix, SharingTable, SharingTableConfig};
+use crate::sharing::SharingTableConfig;
 use crate::trace::{TraceError, TraceReader};
 
 /// Equal-width time bins of the trace's span that events are counted in (the points the clustering
 /// works on, and the bars of the events-over-time figure).
 pub const TIME_BINS: usize = 2000;
+
+/// Samples fed to the tables at a time ([`Tables::record_batch`]).
+const TABLE_BATCH: usize = 4096;
 
 /// Settings of the analysis.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -292,14 +297,15 @@ where
     let span = sc.end.saturating_sub(sc.start);
     let bin_ns = (span / TIME_BINS as u64 + 1).max(1);
     let page_size = meta.page_size.unwrap_or(4096).max(1);
-    let page_shift = page_size.next_power_of_two().trailing_zeros();
 
     // Second pass.
     let mut detector = ThreadCommDetector::new(cfg.line_bytes);
-    let mut sharing = SharingTable::new(cfg.sharing);
-    let mut sharing_matrix = SharingMatrix::new();
+    let mut tables = Tables::new(
+        NumaTableConfig::new(nodes.max(1), cfg.max_pages),
+        cfg.sharing,
+        page_size,
+    );
     let block_bytes = cfg.sharing.block_bytes.max(1).next_power_of_two();
-    let mut table = NumaTable::new(NumaTableConfig::new(nodes.max(1), cfg.max_pages));
     let mut first_touch = vec![0u64; nodes];
     let mut matrix = vec![vec![0.0f64; t]; t];
     let words = t.div_ceil(64);
@@ -329,50 +335,68 @@ where
             .entry((from.min(to), from.max(to)))
             .or_insert(0.0) += bytes;
     };
+    // Each batch of samples goes through the tables' batch path (issue 5: ingest speed) in the
+    // samples' order; `side` keeps what else a sample's results need (time, task, node).
+    let mut input: Vec<TableSample> = Vec::new();
+    let mut side: Vec<(u64, usize, usize)> = Vec::new();
     for batch in open()? {
-        for x in batch? {
-            // The thread set and time span are those of the first pass; a source that changed in
-            // between is not analysed beyond them.
-            let Some(&task) = index.get(&(x.pid, x.tid)) else {
-                continue;
-            };
-            if x.time_ns < sc.start || x.time_ns > sc.end || x.node as usize >= nodes {
-                continue;
-            }
-            samples_per_node[x.node as usize] += 1;
-            if let Some(nv) = table.record(x.addr >> page_shift, x.node as usize) {
-                if nv.iter().map(|&c| u32::from(c)).sum::<u32>() == 1 {
-                    first_touch[x.node as usize] += 1;
+        // In parts of at most TABLE_BATCH samples, so that the buffers stay in the caches whatever
+        // the size of the source's batches.
+        for part in batch?.chunks(TABLE_BATCH) {
+            input.clear();
+            side.clear();
+            for x in part {
+                // The thread set and time span are those of the first pass; a source that
+                // changed in between is not analysed beyond them.
+                let Some(&task) = index.get(&(x.pid, x.tid)) else {
+                    continue;
+                };
+                if x.time_ns < sc.start || x.time_ns > sc.end || x.node as usize >= nodes {
+                    continue;
                 }
-            }
-            match (comm_source, x.kind) {
-                (CommSource::LoadsAndStores, Kind::Load | Kind::Store) => {
-                    if let Some(e) = detector.access(x.time_ns, task, x.addr, x.kind == Kind::Store)
-                    {
-                        add_event(e.time_ns, e.from, e.to, e.bytes as f64);
-                    }
-                }
-                (CommSource::SharingTable, Kind::Fault) => {
-                    // Thread ids of the sharing table are 16-bit; more threads than that are not
-                    // tracked for sharing.
-                    let Ok(id) = u16::try_from(task) else {
-                        continue;
-                    };
-                    if id == u16::MAX {
-                        continue;
-                    }
-                    let (mru, lru) = sharing.block_vector(x.addr);
-                    sharing.record(id, x.addr, &mut sharing_matrix);
-                    for u in [mru, lru].into_iter().flatten() {
-                        if u != id {
-                            add_event(x.time_ns, usize::from(u), task, block_bytes as f64);
+                samples_per_node[x.node as usize] += 1;
+                let mut thread = NO_THREAD;
+                match (comm_source, x.kind) {
+                    (CommSource::LoadsAndStores, Kind::Load | Kind::Store) => {
+                        if let Some(e) =
+                            detector.access(x.time_ns, task, x.addr, x.kind == Kind::Store)
+                        {
+                            add_event(e.time_ns, e.from, e.to, e.bytes as f64);
                         }
                     }
+                    (CommSource::SharingTable, Kind::Fault) => {
+                        // Thread ids of the sharing table are 16-bit; more threads than that are
+                        // not tracked for sharing (NO_THREAD is u16::MAX).
+                        thread = u16::try_from(task).unwrap_or(NO_THREAD);
+                    }
+                    _ => {}
                 }
-                _ => {}
+                input.push(TableSample {
+                    addr: x.addr,
+                    node: x.node,
+                    thread,
+                });
+                side.push((x.time_ns, task, x.node as usize));
             }
+            tables.record_batch(&input, |i, r| {
+                let Some(&(time_ns, task, node)) = side.get(i) else {
+                    return;
+                };
+                if let Some(nv) = r.vector {
+                    if nv.iter().map(|&c| u32::from(c)).sum::<u32>() == 1 {
+                        first_touch[node] += 1;
+                    }
+                }
+                let (mru, lru) = r.previous;
+                for u in [mru, lru].into_iter().flatten() {
+                    if usize::from(u) != task {
+                        add_event(time_ns, usize::from(u), task, block_bytes as f64);
+                    }
+                }
+            });
         }
     }
+    let table = &tables.numa;
 
     // Clustering of the event bins (times at the bins' centres, weights = events).
     let nonempty: Vec<usize> = (0..bin_events.len())
@@ -677,6 +701,89 @@ mod tests {
         assert_eq!(a.communication_matrix[0][1], 10.0 * 256.0);
         assert_eq!(a.communication_matrix[1][0], 10.0 * 256.0);
         assert_eq!(a.communication_matrix[2].iter().sum::<f64>(), 0.0);
+    }
+
+    /// `analyze` feeds the tables through `Tables::record_batch`, batch by batch: its matrix,
+    /// events, first touches and drops are those of one `SharingTable::record` and
+    /// `NumaTable::record` per sample (kMAF's semantics), whatever the batch sizes of the trace
+    /// (also beyond `TABLE_BATCH`, which splits a batch into parts).
+    #[test]
+    fn issue5_analyze_batches_equal_per_sample_tables() {
+        use crate::numa_table::NumaTable;
+        use crate::sharing::{SharingMatrix, SharingTable};
+        let mut x = 0x51_7cc1_b727_220au64;
+        let samples: Vec<Sample> = (0..30_000u64)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let t = (x % 6) as u32;
+                Sample {
+                    time_ns: i * 1000,
+                    pid: 1,
+                    tid: 100 + t,
+                    cpu: t,
+                    node: t % 3,
+                    // Mostly a hot 32 KiB (shared blocks), else anywhere in 256 MiB (new pages).
+                    addr: 0x7f00_0000_0000
+                        + (x >> 20)
+                            % if x.is_multiple_of(4) {
+                                1 << 28
+                            } else {
+                                1 << 15
+                            },
+                    kind: Kind::Fault,
+                    latency_ns: None,
+                    data_source: None,
+                }
+            })
+            .collect();
+        let cfg = AnalyzeConfig {
+            max_pages: 4096,
+            sharing: SharingTableConfig {
+                blocks: 512,
+                block_bytes: 256,
+            },
+            ..AnalyzeConfig::default()
+        };
+        // The per-sample reference.
+        let mut numa = NumaTable::new(NumaTableConfig::new(3, cfg.max_pages));
+        let mut sharing = SharingTable::new(cfg.sharing);
+        let mut sm = SharingMatrix::new();
+        let mut matrix = vec![vec![0.0; 6]; 6];
+        let (mut first_touch, mut events) = (vec![0u64; 3], 0u64);
+        for s in &samples {
+            let task = (s.tid - 100) as usize;
+            if numa
+                .record(s.addr >> 12, s.node as usize)
+                .is_some_and(|nv| nv.iter().map(|&c| u32::from(c)).sum::<u32>() == 1)
+            {
+                first_touch[s.node as usize] += 1;
+            }
+            let (mru, lru) = sharing.block_vector(s.addr);
+            sharing.record(task as u16, s.addr, &mut sm);
+            for u in [mru, lru].into_iter().flatten().map(usize::from) {
+                if u != task {
+                    matrix[u][task] += 256.0;
+                    matrix[task][u] += 256.0;
+                    events += 1;
+                }
+            }
+        }
+        assert!(numa.dropped() > 0 && sharing.conflicts() > 0 && events > 1000);
+        for batch in [1, 100, 4096, samples.len()] {
+            let open = || {
+                let batches: Vec<_> = samples.chunks(batch).map(|c| Ok(c.to_vec())).collect();
+                Ok::<_, TraceError>(batches.into_iter())
+            };
+            let a = analyze(open, &TraceMeta::default(), &cfg).unwrap();
+            assert_eq!(a.comm_source, CommSource::SharingTable);
+            assert_eq!(a.communication_matrix, matrix, "batches of {batch}");
+            assert_eq!(a.events, events);
+            assert_eq!(a.pages.first_touch_per_node, first_touch);
+            assert_eq!(a.pages.dropped_samples, numa.dropped());
+            assert_eq!(a.pages.pages, numa.iter().count() as u64);
+        }
     }
 
     #[test]

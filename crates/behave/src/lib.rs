@@ -3,12 +3,14 @@
 
 pub mod analyze;
 pub mod delocprof;
+pub mod ingest;
 pub mod numa_table;
 pub mod perf_script;
 pub mod sample;
 pub mod sharing;
 pub mod trace;
 
+pub use ingest::{Recorded, TableSample, Tables, NO_THREAD};
 pub use numa_table::{NumaTable, NumaTableConfig};
 pub use sample::{DataSource, Kind, Sample, TraceMeta};
 pub use sharing::{SharingMatrix, SharingTable, SharingTableConfig};

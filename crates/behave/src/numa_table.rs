@@ -153,8 +153,16 @@ impl NumaTable {
     /// (`max_pages` reached) or the node is out of range.
     #[inline]
     pub fn record(&mut self, page: u64, node: usize) -> Option<&[u8]> {
-        let n = self.config.nodes;
-        if node >= n {
+        let start = self.locate(page, node)?;
+        Some(self.bump(start, node))
+    }
+
+    /// The first half of [`Self::record`]: the offset in the vectors of page `page`'s vector, its
+    /// chunk stored on first use; `None`, counted in [`Self::dropped`], when the node is out of range
+    /// or the page does not fit. Nothing is counted yet: [`Self::bump`] does that.
+    #[inline]
+    pub(crate) fn locate(&mut self, page: u64, node: usize) -> Option<usize> {
+        if node >= self.config.nodes {
             self.dropped += 1;
             return None;
         }
@@ -162,30 +170,50 @@ impl NumaTable {
             self.dropped += 1;
             return None;
         };
+        Some(
+            (at as usize * CHUNK_PAGES as usize + (page % CHUNK_PAGES) as usize)
+                * self.config.nodes,
+        )
+    }
+
+    /// The second half of [`Self::record`]: counts a sample from `node` in the vector at `start`
+    /// (as [`Self::locate`] gave it for that node) and returns the vector.
+    #[inline(always)]
+    pub(crate) fn bump(&mut self, start: usize, node: usize) -> &[u8] {
         self.samples += 1;
-        let start = (at as usize * CHUNK_PAGES as usize + (page % CHUNK_PAGES) as usize) * n;
-        let nv = &mut self.data[start..start + n];
-        nv[node] = nv[node].saturating_add(1);
-        Some(nv)
+        let nv = &mut self.data[start..start + self.config.nodes];
+        if let Some(c) = nv.get_mut(node) {
+            *c = c.saturating_add(1);
+        }
+        nv
+    }
+
+    /// Prefetches the vector at `start` (as [`Self::locate`] gave it).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, start: usize) {
+        if let Some(b) = self.data.get(start) {
+            crate::sharing::prefetch(b);
+        }
     }
 
     /// Records samples `(page, node)` in order, exactly as [`Self::record`] one after another
-    /// would, without returning the vectors. Faster: the vectors of the samples
-    /// [`crate::sharing::PREFETCH_AHEAD`] positions ahead are prefetched, so that cache misses
-    /// overlap.
+    /// would, without returning the vectors. Faster: in groups of [`crate::sharing::PIPELINE`]
+    /// samples, a first pass finds (or stores) every sample's vector and prefetches it, a second
+    /// pass counts the samples, so that cache misses overlap. Chunks are stored in the first pass in
+    /// sample order, as [`Self::record`] would store them.
     pub fn record_batch(&mut self, samples: &[(u64, u32)]) {
-        let n = self.config.nodes;
-        for (i, &(page, node)) in samples.iter().enumerate() {
-            if let Some(&(ahead, _)) = samples.get(i + crate::sharing::PREFETCH_AHEAD) {
-                if let Some(at) = self.find(ahead / CHUNK_PAGES) {
-                    let start =
-                        (at as usize * CHUNK_PAGES as usize + (ahead % CHUNK_PAGES) as usize) * n;
-                    if let Some(b) = self.data.get(start) {
-                        crate::sharing::prefetch(b);
-                    }
+        const NONE: usize = usize::MAX;
+        let mut starts = [NONE; crate::sharing::PIPELINE];
+        for group in samples.chunks(crate::sharing::PIPELINE) {
+            for (s, &(page, node)) in starts.iter_mut().zip(group) {
+                *s = self.locate(page, node as usize).unwrap_or(NONE);
+                self.prefetch(*s);
+            }
+            for (&s, &(_, node)) in starts.iter().zip(group) {
+                if s != NONE {
+                    self.bump(s, node as usize);
                 }
             }
-            self.record(page, node as usize);
         }
     }
 

@@ -19,8 +19,8 @@ impl Default for SharingTableConfig {
     }
 }
 
-/// No thread in this position of a block vector.
-const EMPTY: u16 = u16::MAX;
+/// No thread in this position of a block vector; as a thread id, no access (nothing recorded).
+pub(crate) const EMPTY: u16 = u16::MAX;
 
 /// One entry (8 bytes): a 32-bit fingerprint of the block it holds and its block vector (MRU, LRU
 /// thread ids).
@@ -31,11 +31,8 @@ struct Entry {
     lru: u16,
 }
 
-/// How far ahead [`crate::NumaTable::record_batch`] prefetches vectors: enough accesses to cover a
-/// memory latency (about 100 ns) at a few ns each.
-pub const PREFETCH_AHEAD: usize = 16;
-
-/// Accesses per group of [`SharingTable::record_batch`]'s two passes (all of a group's entries are
+/// Accesses per group of the two passes of the batch paths ([`SharingTable::record_batch`],
+/// [`crate::NumaTable::record_batch`], [`crate::Tables::record_batch`]: all of a group's entries are
 /// prefetched before the first is updated); tuned with `cargo bench -p numaff-behave --bench ingest`.
 pub const PIPELINE: usize = 64;
 
@@ -79,6 +76,7 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
 const NO_BLOCK: u32 = u32::MAX;
 
 /// A 32-bit fingerprint of a block number, never `NO_BLOCK`.
+#[inline(always)]
 fn tag_of(block: u64) -> u32 {
     let t = (block ^ (block >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
     (t as u32).min(NO_BLOCK - 1)
@@ -128,7 +126,7 @@ impl SharingTable {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&self, block: u64) -> usize {
         if self.bits == 0 {
             return 0;
@@ -144,18 +142,43 @@ impl SharingTable {
     /// with the MRU (the vector never holds a thread twice). Ids of `EMPTY` (65,535) are ignored.
     #[inline]
     pub fn record(&mut self, thread: u16, address: u64, matrix: &mut SharingMatrix) {
-        let block = address >> self.block_shift;
-        self.update(self.slot(block), tag_of(block), thread, matrix);
+        let (slot, tag) = self.locate(address);
+        self.update(slot, tag, thread, matrix);
     }
 
-    /// The update of [`Self::record`] for the block with fingerprint `tag` in entry `slot`
-    /// (`slot` < the table's length, as [`Self::slot`] gives).
+    /// The entry (slot) and fingerprint of the block holding `address` (eq. 2).
     #[inline(always)]
-    fn update(&mut self, slot: usize, tag: u32, thread: u16, matrix: &mut SharingMatrix) {
-        if thread == EMPTY {
-            return;
+    pub(crate) fn locate(&self, address: u64) -> (usize, u32) {
+        let block = address >> self.block_shift;
+        (self.slot(block), tag_of(block))
+    }
+
+    /// Prefetches entry `slot`.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, slot: usize) {
+        if let Some(e) = self.entries.get(slot) {
+            prefetch(e);
         }
-        let e = &mut self.entries[slot];
+    }
+
+    /// The update of [`Self::record`] for the block with fingerprint `tag` in entry `slot` (as
+    /// [`Self::locate`] gives them). Returns the block vector (MRU, LRU) from before the update, as
+    /// [`Self::block_vector`] would have given it (`EMPTY` for empty positions, both `EMPTY` for
+    /// `thread` = `EMPTY`, which changes nothing).
+    #[inline(always)]
+    pub(crate) fn update(
+        &mut self,
+        slot: usize,
+        tag: u32,
+        thread: u16,
+        matrix: &mut SharingMatrix,
+    ) -> (u16, u16) {
+        if thread == EMPTY {
+            return (EMPTY, EMPTY);
+        }
+        let Some(e) = self.entries.get_mut(slot) else {
+            return (EMPTY, EMPTY);
+        };
         if e.tag != tag {
             if e.tag != NO_BLOCK {
                 self.conflicts += 1;
@@ -166,6 +189,7 @@ impl SharingTable {
                 lru: EMPTY,
             };
         }
+        let before = (e.mru, e.lru);
         for u in [e.mru, e.lru] {
             if u != EMPTY && u != thread {
                 matrix.add(thread as usize, u as usize, 1);
@@ -175,6 +199,7 @@ impl SharingTable {
             e.lru = e.mru;
             e.mru = thread;
         }
+        before
     }
 
     /// Records accesses `(thread, address)` in order, exactly as [`Self::record`] one after another
@@ -187,12 +212,8 @@ impl SharingTable {
         let mut slots = [(0usize, 0u32); PIPELINE];
         for group in accesses.chunks(PIPELINE) {
             for (s, &(_, address)) in slots.iter_mut().zip(group) {
-                let block = address >> self.block_shift;
-                let slot = self.slot(block);
-                if let Some(e) = self.entries.get(slot) {
-                    prefetch(e);
-                }
-                *s = (slot, tag_of(block));
+                *s = self.locate(address);
+                self.prefetch(s.0);
             }
             for (&(slot, tag), &(thread, _)) in slots.iter().zip(group) {
                 self.update(slot, tag, thread, matrix);
