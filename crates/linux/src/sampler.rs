@@ -17,6 +17,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use numaff_behave::{Kind, Sample};
@@ -504,10 +505,16 @@ impl Ring {
         Ok(ring)
     }
 
-    /// A u64 of the control page, read once (the kernel may write it at any time).
+    /// A u64 of the control page, which the kernel may write at any time, as an atomic.
+    fn word(&self, at: usize) -> &AtomicU64 {
+        // SAFETY: `at` is one of the 8-aligned offsets above, inside the first page of the mapping,
+        // which lives as long as `self`; the kernel accesses these words atomically too.
+        unsafe { AtomicU64::from_ptr(self.map.add(at).cast::<u64>()) }
+    }
+
+    /// A u64 of the control page, read once.
     fn load(&self, at: usize) -> u64 {
-        // SAFETY: `at` is one of the 8-aligned offsets above, inside the first page of the mapping.
-        unsafe { std::ptr::read_volatile(self.map.add(at).cast::<u64>()) }
+        self.word(at).load(Ordering::Relaxed)
     }
 
     /// Copies `out.len()` bytes of the data area starting at ring position `pos` (wrapping).
@@ -529,8 +536,7 @@ impl Ring {
     fn drain(&mut self, f: &mut dyn FnMut(u32, &[u8])) {
         // Acquire: the records before data_head are visible once data_head is (the kernel
         // stores it with release semantics after writing them).
-        let head = self.load(DATA_HEAD);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        let head = self.word(DATA_HEAD).load(Ordering::Acquire);
         let mut tail = self.load(DATA_TAIL);
         let mut body = [0u8; MAX_BODY];
         while tail < head {
@@ -553,9 +559,7 @@ impl Ring {
             tail += size;
         }
         // Release: our reads of the records happen before the kernel may overwrite them.
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        // SAFETY: data_tail is 8-aligned inside the control page; only the reader writes it.
-        unsafe { std::ptr::write_volatile(self.map.add(DATA_TAIL).cast::<u64>(), tail) };
+        self.word(DATA_TAIL).store(tail, Ordering::Release);
     }
 }
 
