@@ -457,14 +457,16 @@ impl BackgroundWriter {
 
 /// hwloc's plugins that profiling does not need: I/O devices (numaff keeps no I/O objects) and the
 /// libxml2 XML backend (hwloc's built-in one reads XML too). The cpus, caches and nodes come from
-/// hwloc's built-in Linux backend, so the machine is the same without them (compared here), but
-/// loading them (dlopen of libpciaccess, OpenCL, X11 libraries) took half of the discovery's
-/// 6.3 ms of cpu, spent before the program starts (issue 5: sampling overhead).
+/// hwloc's built-in Linux backend, so the machine is the same without them (`numaff topo --export`
+/// wrote the same file with and without them here), but loading them (dlopen of libpciaccess,
+/// OpenCL, X11 libraries) took half of the discovery's 6.3 ms of cpu, spent before the program
+/// starts (issue 5: sampling overhead).
 const HWLOC_UNNEEDED_PLUGINS: &str = "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_xml_libxml";
 
 /// This machine, discovered without [`HWLOC_UNNEEDED_PLUGINS`] unless the user set hwloc's list
-/// (hwloc 2.9 reads HWLOC_PLUGINS_BLACKLIST, later versions HWLOC_PLUGINS_BLOCKLIST). The variables
-/// are removed again before the program is started, which gets numaff's environment.
+/// (hwloc 2.9 reads HWLOC_PLUGINS_BLACKLIST; HWLOC_PLUGINS_BLOCKLIST is set too, in case a later
+/// version renames it). The variables are removed again before the program is started, which gets
+/// numaff's environment.
 fn discover_machine() -> numaff_machine::Result<numaff_machine::Machine> {
     let keys: Vec<&str> = ["HWLOC_PLUGINS_BLACKLIST", "HWLOC_PLUGINS_BLOCKLIST"]
         .into_iter()

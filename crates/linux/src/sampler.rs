@@ -3,11 +3,13 @@
 //!
 //! The one sampler that works on a stock machine is **page faults** through `perf_event_open`
 //! (software event `PERF_COUNT_SW_PAGE_FAULTS`, period 1, sample TID|TIME|ADDR: the cpu is the
-//! ring's; user space only so that it works under `perf_event_paranoid` 2). Like `perf record` it opens one event per
-//! cpu with `inherit` set, each with its own mmapped ring buffer: an inherited event opened on one
-//! task for all cpus (cpu = -1) cannot be mmapped (DESIGN.md). The events must exist before the
-//! program's threads are created, so [`PageFaultSampler::open`] is called on a freshly forked child
-//! that waits for a go signal before its exec (see the CLI's `profile` command).
+//! ring's; user space only so that it works under `perf_event_paranoid` 2). Like `perf record` it
+//! opens one event per cpu with `inherit` set, each with its own mmapped ring buffer: an inherited
+//! event opened on one task for all cpus (cpu = -1) cannot be mmapped (DESIGN.md). The events must
+//! exist before the program's threads are created, so [`PageFaultSampler::open`] is called on a
+//! freshly forked child that waits for a go signal before its exec (see the CLI's `profile`
+//! command). The rings are read directly (one `data_tail` store per drain), not through
+//! perf-event2's per-record reader.
 //!
 //! [`list_samplers`] says which samplers work on this machine and why not the others (PEBS, IBS,
 //! soft-dirty induced faults, NUMA-balancing hinting faults). The decoding of hardware samples
@@ -170,8 +172,8 @@ pub const PAGE_FAULTS_RATE: &str =
     "every fault (period 1): one sample per page first touched, none for pages already mapped";
 /// The page-fault sampler's cost.
 pub const PAGE_FAULTS_COST: &str =
-    "about 0.5 µs of kernel time per fault (measured on a 2-cpu KVM guest) and 0.2-0.3 µs in numaff; \
-     nothing for accesses to mapped pages";
+    "about 0.5 µs of kernel time per fault (measured on a 2-cpu KVM guest) and 0.2-0.3 µs in \
+     numaff; nothing for accesses to mapped pages";
 
 /// Every sampler numaff knows, and whether it works here.
 pub fn list_samplers() -> Vec<SamplerInfo> {
