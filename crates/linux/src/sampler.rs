@@ -8,8 +8,7 @@
 //! event opened on one task for all cpus (cpu = -1) cannot be mmapped (DESIGN.md). The events must
 //! exist before the program's threads are created, so [`PageFaultSampler::open`] is called on a
 //! freshly forked child that waits for a go signal before its exec (see the CLI's `profile`
-//! command). The rings are read directly (one `data_tail` store per drain), not through
-//! perf-event2's per-record reader.
+//! command).
 //!
 //! [`list_samplers`] says which samplers work on this machine and why not the others (PEBS, IBS,
 //! soft-dirty induced faults, NUMA-balancing hinting faults). The decoding of hardware samples
@@ -19,12 +18,11 @@ use std::fmt;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use numaff_behave::{Kind, Sample};
 use perf_event::events::Software;
-use perf_event::{Builder, Clock, Counter, SampleFlag};
+use perf_event::{Builder, Clock, SampleFlag, Sampler};
 
 /// `PERF_RECORD_LOST`.
 pub const PERF_RECORD_LOST: u32 = 2;
@@ -436,145 +434,16 @@ const PAGE_FAULT_SAMPLE_FLAGS: SampleFlag = SampleFlag::TID
     .union(SampleFlag::TIME)
     .union(SampleFlag::ADDR);
 
-/// Offsets in `struct perf_event_mmap_page` (include/uapi/linux/perf_event.h; fixed ABI: the
-/// self-monitoring part is padded to 1 KiB): `data_head`, `data_tail`, `data_offset`, `data_size`.
-const DATA_HEAD: usize = 1024;
-const DATA_TAIL: usize = 1032;
-const DATA_OFFSET: usize = 1040;
-const DATA_SIZE: usize = 1048;
-
-/// The largest record body [`Ring::drain`] hands out whole (page-fault samples take 24 bytes,
-/// `PERF_RECORD_LOST` 16); longer records are skipped (only their type is seen).
-const MAX_BODY: usize = 256;
-
-/// One cpu's event and its mmapped ring buffer, read directly: every record up to `data_head`,
-/// then one store of `data_tail` per drain. (perf-event2's `Sampler::next_record` stores the tail
-/// after each record: with the reader running beside the faulting threads, that cache line, which
-/// the kernel reads and writes for every sample, bounces between cpus once per sample.)
-struct Ring {
-    counter: Counter,
-    map: *mut u8,
-    map_len: usize,
-    data_offset: usize,
-    /// A power of two.
-    data_size: usize,
+/// One cpu's event and its ring buffer (perf-event2's reader): the samples carry no CPU field,
+/// the ring says which cpu they come from.
+struct CpuRing {
+    sampler: Sampler,
     cpu: u32,
-}
-
-// SAFETY: the mapping is owned by the Ring alone (unmapped on drop) and only read or written
-// through `&mut self`; the kernel's side of the protocol does not depend on the reading thread.
-unsafe impl Send for Ring {}
-
-impl Ring {
-    /// Maps `data_pages` (a power of two) data pages after the control page of `counter`.
-    fn map(counter: Counter, data_pages: usize, page: usize, cpu: u32) -> io::Result<Ring> {
-        let map_len = (data_pages + 1) * page;
-        // SAFETY: a fresh shared mapping of the event's fd; checked below, unmapped in Drop.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                counter.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let mut ring = Ring {
-            counter,
-            map: map.cast(),
-            map_len,
-            data_offset: page,
-            data_size: data_pages * page,
-            cpu,
-        };
-        // Kernels since 4.1 say where the data is; older ones put it after the control page.
-        let (offset, size) = (ring.load(DATA_OFFSET), ring.load(DATA_SIZE));
-        if size != 0 {
-            let (offset, size) = (offset as usize, size as usize);
-            if !size.is_power_of_two() || offset.checked_add(size).is_none_or(|e| e > map_len) {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("the kernel's ring buffer layout (data at {offset}, {size} bytes) does not fit the mapping of {map_len} bytes"),
-                ));
-            }
-            ring.data_offset = offset;
-            ring.data_size = size;
-        }
-        Ok(ring)
-    }
-
-    /// A u64 of the control page, which the kernel may write at any time, as an atomic.
-    fn word(&self, at: usize) -> &AtomicU64 {
-        // SAFETY: `at` is one of the 8-aligned offsets above, inside the first page of the mapping,
-        // which lives as long as `self`; the kernel accesses these words atomically too.
-        unsafe { AtomicU64::from_ptr(self.map.add(at).cast::<u64>()) }
-    }
-
-    /// A u64 of the control page, read once.
-    fn load(&self, at: usize) -> u64 {
-        self.word(at).load(Ordering::Relaxed)
-    }
-
-    /// Copies `out.len()` bytes of the data area starting at ring position `pos` (wrapping).
-    fn copy(&self, pos: u64, out: &mut [u8]) {
-        let start = (pos as usize) & (self.data_size - 1);
-        let first = out.len().min(self.data_size - start);
-        // SAFETY: both ranges lie inside the data area of the mapping (start < data_size, first ≤
-        // data_size − start, and out.len() − first ≤ data_size since records are shorter than the
-        // ring); the kernel does not write the part between data_tail and data_head.
-        unsafe {
-            let data = self.map.add(self.data_offset);
-            std::ptr::copy_nonoverlapping(data.add(start), out.as_mut_ptr(), first);
-            std::ptr::copy_nonoverlapping(data, out.as_mut_ptr().add(first), out.len() - first);
-        }
-    }
-
-    /// Hands every record written so far to `f` (type, body without the 8-byte header; empty for
-    /// records longer than [`MAX_BODY`]), then frees their space for the kernel.
-    fn drain(&mut self, f: &mut dyn FnMut(u32, &[u8])) {
-        // Acquire: the records before data_head are visible once data_head is (the kernel
-        // stores it with release semantics after writing them).
-        let head = self.word(DATA_HEAD).load(Ordering::Acquire);
-        let mut tail = self.load(DATA_TAIL);
-        let mut body = [0u8; MAX_BODY];
-        while tail < head {
-            let mut h = [0u8; 8];
-            self.copy(tail, &mut h);
-            let ty = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
-            let size = u16::from_ne_bytes([h[6], h[7]]) as u64;
-            if size < 8 || tail + size > head {
-                // A corrupt record: drop what is left rather than walk garbage.
-                tail = head;
-                break;
-            }
-            let len = (size - 8) as usize;
-            if len <= MAX_BODY {
-                self.copy(tail + 8, &mut body[..len]);
-                f(ty, &body[..len]);
-            } else {
-                f(ty, &[]);
-            }
-            tail += size;
-        }
-        // Release: our reads of the records happen before the kernel may overwrite them.
-        self.word(DATA_TAIL).store(tail, Ordering::Release);
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: unmapping the mapping made in Ring::map, once.
-        unsafe { libc::munmap(self.map.cast(), self.map_len) };
-    }
 }
 
 /// Page faults of a task and its descendants, one inherited event per cpu with its ring buffer.
 pub struct PageFaultSampler {
-    rings: Vec<Ring>,
+    rings: Vec<CpuRing>,
     node_of_cpu: Vec<u32>,
     lost: u64,
     samples: u64,
@@ -633,15 +502,14 @@ impl PageFaultSampler {
                 advice: "raise kernel.perf_event_mlock_kb or ulimit -l, or run as root".into(),
                 source: e,
             };
-            let ring = match Ring::map(open(&mut b, ring_pages)?, ring_pages, page, cpu) {
+            let sampler = match open(&mut b, ring_pages)?.sampled(ring_pages * page) {
                 Ok(r) => r,
-                Err(_) if ring_pages > RING_DATA_PAGES => {
-                    Ring::map(open(&mut b, RING_DATA_PAGES)?, RING_DATA_PAGES, page, cpu)
-                        .map_err(|e| map_err(RING_DATA_PAGES, e))?
-                }
+                Err(_) if ring_pages > RING_DATA_PAGES => open(&mut b, RING_DATA_PAGES)?
+                    .sampled(RING_DATA_PAGES * page)
+                    .map_err(|e| map_err(RING_DATA_PAGES, e))?,
                 Err(e) => return Err(map_err(ring_pages, e)),
             };
-            rings.push(ring);
+            rings.push(CpuRing { sampler, cpu });
         }
         Ok(PageFaultSampler {
             rings,
@@ -669,7 +537,7 @@ impl PageFaultSampler {
             .rings
             .iter()
             .map(|r| libc::pollfd {
-                fd: r.counter.as_raw_fd(),
+                fd: r.sampler.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -690,27 +558,30 @@ impl PageFaultSampler {
         for ring in &mut self.rings {
             let cpu = ring.cpu;
             let node = self.node_of_cpu.get(cpu as usize).copied().unwrap_or(0);
-            ring.drain(&mut |ty, body| match ty {
-                PERF_RECORD_SAMPLE => match decode_sample(body, PAGE_FAULT_SAMPLE_TYPE) {
-                    Ok(r) => {
-                        n += 1;
-                        out(Sample {
-                            time_ns: r.time,
-                            pid: r.pid,
-                            tid: r.tid,
-                            cpu,
-                            node,
-                            addr: r.addr,
-                            kind: Kind::Fault,
-                            latency_ns: None,
-                            data_source: None,
-                        });
-                    }
-                    Err(_) => undecodable += 1,
-                },
-                PERF_RECORD_LOST => lost += decode_lost(body).unwrap_or(0),
-                _ => {}
-            });
+            while let Some(rec) = ring.sampler.next_record() {
+                let body = rec.to_contiguous();
+                match rec.ty() {
+                    PERF_RECORD_SAMPLE => match decode_sample(&body, PAGE_FAULT_SAMPLE_TYPE) {
+                        Ok(r) => {
+                            n += 1;
+                            out(Sample {
+                                time_ns: r.time,
+                                pid: r.pid,
+                                tid: r.tid,
+                                cpu,
+                                node,
+                                addr: r.addr,
+                                kind: Kind::Fault,
+                                latency_ns: None,
+                                data_source: None,
+                            });
+                        }
+                        Err(_) => undecodable += 1,
+                    },
+                    PERF_RECORD_LOST => lost += decode_lost(&body).unwrap_or(0),
+                    _ => {}
+                }
+            }
         }
         self.lost += lost;
         self.undecodable += undecodable;
@@ -729,7 +600,7 @@ impl PageFaultSampler {
     pub fn counted(&mut self) -> u64 {
         self.rings
             .iter_mut()
-            .filter_map(|r| r.counter.read().ok())
+            .filter_map(|r| r.sampler.read().ok())
             .sum()
     }
 
