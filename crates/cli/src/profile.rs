@@ -464,23 +464,18 @@ impl BackgroundWriter {
 const HWLOC_UNNEEDED_PLUGINS: &str = "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_xml_libxml";
 
 /// This machine, discovered without [`HWLOC_UNNEEDED_PLUGINS`] unless the user set hwloc's list
-/// (hwloc 2.9 reads HWLOC_PLUGINS_BLACKLIST; HWLOC_PLUGINS_BLOCKLIST is set too, in case a later
-/// version renames it). The variables are removed again before the program is started, which gets
-/// numaff's environment.
+/// (`HWLOC_PLUGINS_BLACKLIST`, hwloc 2.x). The variable is removed again before the program is
+/// started, which gets numaff's environment.
 fn discover_machine() -> numaff_machine::Result<numaff_machine::Machine> {
-    let keys: Vec<&str> = ["HWLOC_PLUGINS_BLACKLIST", "HWLOC_PLUGINS_BLOCKLIST"]
-        .into_iter()
-        .filter(|k| std::env::var_os(k).is_none())
-        .collect();
+    const KEY: &str = "HWLOC_PLUGINS_BLACKLIST";
+    if std::env::var_os(KEY).is_some() {
+        return numaff_machine::discover_host();
+    }
     // numaff has one thread here (the trace writer starts later), so changing the environment
     // races with no reader.
-    for k in &keys {
-        std::env::set_var(k, HWLOC_UNNEEDED_PLUGINS);
-    }
+    std::env::set_var(KEY, HWLOC_UNNEEDED_PLUGINS);
     let m = numaff_machine::discover_host();
-    for k in &keys {
-        std::env::remove_var(k);
-    }
+    std::env::remove_var(KEY);
     m
 }
 

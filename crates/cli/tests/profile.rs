@@ -330,20 +330,28 @@ fn issue5_the_program_gets_numaffs_environment_and_samples_name_real_cpus() {
     // start faster): the program must see the environment numaff was given.
     let dir = tempfile::tempdir().expect("tempdir");
     let trace = dir.path().join("t.parquet");
-    let out = Command::new(cargo_bin("numaff"))
-        .env("HWLOC_PLUGINS_BLOCKLIST", "given_by_the_user")
-        .env_remove("HWLOC_PLUGINS_BLACKLIST")
-        .args(["profile", "--induce", "off", "-o"])
-        .arg(&trace)
-        .args(["--", "sh", "-c", "env; head -c 4000000 /dev/zero | wc -c"])
-        .output()
-        .expect("run numaff");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
+    let run = |given: Option<&str>| {
+        let mut cmd = Command::new(cargo_bin("numaff"));
+        match given {
+            Some(v) => cmd.env("HWLOC_PLUGINS_BLACKLIST", v),
+            None => cmd.env_remove("HWLOC_PLUGINS_BLACKLIST"),
+        };
+        let out = cmd
+            .args(["profile", "--induce", "off", "-o"])
+            .arg(&trace)
+            .args(["--", "sh", "-c", "env; head -c 4000000 /dev/zero | wc -c"])
+            .output()
+            .expect("run numaff");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}");
+        stdout
+    };
+    let stdout = run(Some("given_by_the_user"));
     assert!(
-        stdout.contains("HWLOC_PLUGINS_BLOCKLIST=given_by_the_user"),
+        stdout.contains("HWLOC_PLUGINS_BLACKLIST=given_by_the_user"),
         "{stdout}"
     );
+    let stdout = run(None);
     assert!(!stdout.contains("HWLOC_PLUGINS_BLACKLIST"), "{stdout}");
     // The cpu of a sample comes from the ring it was read from: every one must be a cpu of this
     // machine.
