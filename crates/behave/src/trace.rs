@@ -22,7 +22,8 @@
 //! [`TraceReader`] streams: Parquet row group by row group in batches of [`BATCH_ROWS`], CSV line by
 //! line, so a trace larger than memory can be analysed. [`TraceWriter`] writes to a temporary file
 //! next to the target and renames it into place when finished, so a trace file is either complete
-//! or absent.
+//! or absent. Integer columns are written DELTA_BINARY_PACKED without dictionaries, the strings
+//! PLAIN, pages Snappy-compressed ([`writer_properties`]).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -35,7 +36,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
@@ -188,6 +189,26 @@ fn record_batch(
 // ----------------------------------------------------------------------------------------------
 // Writing
 
+/// How traces are encoded: no dictionaries (times and addresses are nearly all distinct, so
+/// building one is wasted hashing until the writer gives up on it), DELTA_BINARY_PACKED integers
+/// (times rise, addresses and thread ids repeat or step), Snappy pages. Measured on a 131 134-sample
+/// page-fault trace (issue 5, sampling overhead): 12 ms of cpu and 266 KiB, against 31 ms and
+/// 1679 KiB with the writer's defaults (dictionaries, PLAIN).
+fn writer_properties(kv: Vec<KeyValue>) -> WriterProperties {
+    let mut b = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_size(ROW_GROUP_ROWS)
+        .set_dictionary_enabled(false)
+        .set_key_value_metadata(Some(kv))
+        .set_created_by(format!("numaff {}", env!("CARGO_PKG_VERSION")));
+    for f in schema().fields() {
+        if matches!(f.data_type(), DataType::UInt64 | DataType::UInt32) {
+            b = b.set_column_encoding(f.name().as_str().into(), Encoding::DELTA_BINARY_PACKED);
+        }
+    }
+    b.build()
+}
+
 enum Sink {
     Parquet(Box<ArrowWriter<File>>, SchemaRef),
     Csv(BufWriter<File>),
@@ -241,12 +262,7 @@ impl TraceWriter {
                         .clone()
                         .with_metadata(pairs.into_iter().collect()),
                 );
-                let props = WriterProperties::builder()
-                    .set_compression(Compression::SNAPPY)
-                    .set_max_row_group_size(ROW_GROUP_ROWS)
-                    .set_key_value_metadata(Some(kv))
-                    .set_created_by(format!("numaff {}", env!("CARGO_PKG_VERSION")))
-                    .build();
+                let props = writer_properties(kv);
                 match ArrowWriter::try_new(file, schema.clone(), Some(props)) {
                     Ok(w) => Sink::Parquet(Box::new(w), schema),
                     Err(e) => {
@@ -981,6 +997,43 @@ mod tests {
         let batches: Vec<Vec<Sample>> = r.map(|b| b.unwrap()).collect();
         assert!(batches.len() >= 2, "streams in batches");
         assert_eq!(batches.concat(), s);
+    }
+
+    #[test]
+    fn issue5_integer_columns_are_delta_packed_without_dictionaries() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        // Extremes and steps both ways: the deltas wrap around in u64 and must come back exact.
+        let mut s = samples(3000);
+        for (i, x) in s.iter_mut().enumerate() {
+            x.time_ns = if i % 2 == 0 {
+                u64::MAX - i as u64
+            } else {
+                i as u64
+            };
+            x.addr = if i % 3 == 0 { 0 } else { u64::MAX >> (i % 64) };
+            x.tid = if i % 2 == 0 { u32::MAX } else { 1 };
+        }
+        write_trace(&path, &meta(), &s).unwrap();
+        assert_eq!(TraceReader::open(&path).unwrap().read_all().unwrap(), s);
+        let r = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let rg = r.metadata().row_group(0);
+        for c in rg.columns() {
+            let name = c.column_descr().name().to_string();
+            assert!(
+                c.dictionary_page_offset().is_none(),
+                "{name} has a dictionary"
+            );
+            let delta = c.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED);
+            let integer = !matches!(name.as_str(), "kind" | "data_source");
+            assert_eq!(
+                delta,
+                integer,
+                "{name}: {:?}",
+                c.encodings().collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]

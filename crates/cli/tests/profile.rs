@@ -320,3 +320,47 @@ fn issue5_import_perf_script_text() {
         "only perf.txt and t.parquet: no temporary file left"
     );
 }
+
+#[test]
+fn issue5_the_program_gets_numaffs_environment_and_samples_name_real_cpus() {
+    if !perf_allowed() {
+        return;
+    }
+    // numaff sets hwloc's plugin list for its own discovery only (it loads no I/O plugins, to
+    // start faster): the program must see the environment numaff was given.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("t.parquet");
+    let run = |given: Option<&str>| {
+        let mut cmd = Command::new(cargo_bin("numaff"));
+        match given {
+            Some(v) => cmd.env("HWLOC_PLUGINS_BLACKLIST", v),
+            None => cmd.env_remove("HWLOC_PLUGINS_BLACKLIST"),
+        };
+        let out = cmd
+            .args(["profile", "--induce", "off", "-o"])
+            .arg(&trace)
+            .args(["--", "sh", "-c", "env; head -c 4000000 /dev/zero | wc -c"])
+            .output()
+            .expect("run numaff");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}");
+        stdout
+    };
+    let stdout = run(Some("given_by_the_user"));
+    assert!(
+        stdout.contains("HWLOC_PLUGINS_BLACKLIST=given_by_the_user"),
+        "{stdout}"
+    );
+    let stdout = run(None);
+    assert!(!stdout.contains("HWLOC_PLUGINS_BLACKLIST"), "{stdout}");
+    // The cpu of a sample comes from the ring it was read from: every one must be a cpu of this
+    // machine.
+    let samples = TraceReader::open(&trace)
+        .expect("open trace")
+        .read_all()
+        .expect("read trace");
+    assert!(samples.len() > 100, "{} samples", samples.len());
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
+    assert!(samples.iter().all(|s| s.cpu < cpus), "a cpu out of range");
+}
