@@ -9,25 +9,13 @@ use numaff_behave::{
 };
 use std::time::Duration;
 
-/// A reproducible sample stream: 16 threads on 4 nodes touching a 1 GiB region, mostly near their
-/// previous address (as page-fault samples are), sometimes far.
+#[path = "common/stream.rs"]
+mod stream;
+
+/// The shared stream as (thread, node, address): 16 threads on 4 nodes.
 fn samples(n: usize) -> Vec<(u16, usize, u64)> {
-    let mut x = 0x1234_5678_9abc_def0u64;
-    let mut last = [0u64; 16];
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let t = (x % 16) as usize;
-            let jump = if x.is_multiple_of(8) {
-                x % (1 << 30)
-            } else {
-                last[t] + (x >> 40) % 8192
-            };
-            last[t] = jump % (1 << 30);
-            (t as u16, t % 4, 0x7f00_0000_0000 + last[t])
-        })
+    stream::thread_addresses(n)
+        .map(|(t, addr, _)| (t as u16, t % 4, addr))
         .collect()
 }
 

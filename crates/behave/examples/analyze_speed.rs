@@ -4,6 +4,9 @@
 use numaff_behave::analyze::{analyze_samples, AnalyzeConfig};
 use numaff_behave::{Kind, Sample, TraceMeta};
 
+#[path = "../benches/common/stream.rs"]
+mod stream;
+
 /// The calling thread's CPU time, s.
 fn cpu_time() -> f64 {
     let mut ts = libc::timespec {
@@ -19,21 +22,10 @@ fn main() {
     // The ingest bench's stream (16 threads on 4 nodes over 1 GiB): all page faults (the sharing
     // table makes the matrix), or loads and one in three stores (the load/store detector does).
     let loads = std::env::args().nth(1).as_deref() == Some("loads");
-    let mut x = 0x1234_5678_9abc_def0u64;
-    let mut last = [0u64; 16];
     let n = 1usize << 21;
-    let samples: Vec<Sample> = (0..n)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let t = (x % 16) as usize;
-            let jump = if x.is_multiple_of(8) {
-                x % (1 << 30)
-            } else {
-                last[t] + (x >> 40) % 8192
-            };
-            last[t] = jump % (1 << 30);
+    let samples: Vec<Sample> = stream::thread_addresses(n)
+        .enumerate()
+        .map(|(i, (t, addr, x))| {
             let kind = match (loads, x.is_multiple_of(3)) {
                 (false, _) => Kind::Fault,
                 (true, true) => Kind::Store,
@@ -45,7 +37,7 @@ fn main() {
                 tid: 100 + t as u32,
                 cpu: t as u32,
                 node: (t % 4) as u32,
-                addr: 0x7f00_0000_0000 + last[t],
+                addr,
                 kind,
                 latency_ns: None,
                 data_source: None,

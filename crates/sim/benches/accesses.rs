@@ -2,25 +2,11 @@
 //! One thread on laso-hpl; three streams: cache-friendly, mixed, and memory-bound (all LLC misses).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use numaff_sim::{Access, DataPolicy, Op, ProcessSpec, SimConfig, Simulator, ThreadSpec};
+use numaff_sim::{DataPolicy, ProcessSpec, SimConfig, Simulator, ThreadSpec};
 
-const N: u64 = 1_000_000;
-
-/// `span` bytes walked at random (xorshift), 1 store in 4.
-fn random_stream(span: u64) -> impl Iterator<Item = Op> + Send {
-    let mut x = 88_172_645_463_325_252u64;
-    (0..N).map(move |_| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let a = 0x1000_0000 + (x % span);
-        Op::Access(if x & 3 == 0 {
-            Access::write(a)
-        } else {
-            Access::read(a)
-        })
-    })
-}
+#[path = "common/stream.rs"]
+mod stream;
+use stream::{random_stream, N};
 
 fn bench(c: &mut Criterion) {
     let m = numaff_machine::catalog::load("laso-hpl").expect("catalog machine");

@@ -1,25 +1,11 @@
 //! Scratch driver for CPU-time A/B runs of the simulator's speed (issue 4): the stream of
 //! benches/accesses.rs, `reps` x 1 M accesses on a fresh `Simulator` each, under `perf stat`.
 
-use numaff_sim::{Access, DataPolicy, Op, ProcessSpec, SimConfig, Simulator, ThreadSpec};
+use numaff_sim::{DataPolicy, ProcessSpec, SimConfig, Simulator, ThreadSpec};
 
-const N: u64 = 1_000_000;
-
-/// `span` bytes walked at random (xorshift), 1 store in 4 (as benches/accesses.rs).
-fn random_stream(span: u64) -> impl Iterator<Item = Op> + Send {
-    let mut x = 88_172_645_463_325_252u64;
-    (0..N).map(move |_| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let a = 0x1000_0000 + (x % span);
-        Op::Access(if x & 3 == 0 {
-            Access::write(a)
-        } else {
-            Access::read(a)
-        })
-    })
-}
+#[path = "../benches/common/stream.rs"]
+mod stream;
+use stream::{random_stream, N};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
