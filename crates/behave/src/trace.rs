@@ -23,7 +23,7 @@
 //! line, so a trace larger than memory can be analysed. [`TraceWriter`] writes to a temporary file
 //! next to the target and renames it into place when finished, so a trace file is either complete
 //! or absent. Integer columns are written DELTA_BINARY_PACKED without dictionaries, the strings
-//! PLAIN, pages Snappy-compressed ([`writer_properties`]).
+//! PLAIN, pages Snappy-compressed (`writer_properties`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
