@@ -8,6 +8,7 @@
 
 pub mod cache;
 pub mod config;
+mod dir;
 mod env;
 pub mod fabric;
 mod hostmem;

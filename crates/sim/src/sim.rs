@@ -18,6 +18,7 @@ use numaff_machine::{CacheKind, CpuSet, Machine};
 
 use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
 use crate::config::{defaults, SimConfig};
+use crate::dir::Directory;
 use crate::fabric::{Fabric, LINE};
 use crate::linemap::LineMap;
 use crate::report::{Report, ThreadReport};
@@ -59,14 +60,6 @@ const LOOKAHEAD: usize = 8;
 /// Distance (in ops) at which the directory slots of the lines those accesses will evict are
 /// fetched; their sets were fetched `LOOKAHEAD - VICTIM_AHEAD` ops earlier.
 const VICTIM_AHEAD: usize = 3;
-
-#[derive(Debug, Clone, Copy, Default)]
-struct DirEntry {
-    holders: [u64; 2],
-    /// PU index + 1 of the private domain with exclusive rights, 0 for none.
-    owner: u32,
-    dirty: bool,
-}
 
 #[inline]
 fn and_not(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
@@ -197,7 +190,7 @@ pub struct Simulator {
     pus: Vec<Pu>,
     threads: Vec<Thread>,
     procs: Vec<Process>,
-    dir: LineMap<DirEntry>,
+    dir: Directory,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     pub(crate) now: f64,
     rng: Rng,
@@ -323,6 +316,7 @@ impl Simulator {
             .as_ref()
             .map(|o| o.interval_ns.max(1) as f64)
             .unwrap_or(f64::INFINITY);
+        let dir = Directory::new(tracked.len());
         Simulator {
             machine: machine.clone(),
             rng: Rng::new(cfg.seed),
@@ -334,7 +328,7 @@ impl Simulator {
             pus,
             threads: Vec::new(),
             procs: Vec::new(),
-            dir: LineMap::default(),
+            dir,
             heap: BinaryHeap::new(),
             now: 0.0,
             samples: Vec::new(),
@@ -1054,9 +1048,7 @@ impl Simulator {
                 return (lat, 0.0);
             }
             if a.write && pos == 0 && st == EXCLUSIVE {
-                if let Some(e) = self.dir.get_mut(&key) {
-                    e.dirty = true;
-                }
+                self.dir.update(key, |e| e.dirty = true);
                 self.caches[self.pus[p].path[0]]
                     .cache
                     .set_state(key, MODIFIED);
@@ -1075,7 +1067,7 @@ impl Simulator {
         write: bool,
         hit: Option<usize>,
     ) -> (f64, f64) {
-        let e = self.dir.get(&key).copied().unwrap_or_default();
+        let e = self.dir.get(key).unwrap_or_default();
         let node = self.pus[p].node;
         let path_bits = self.pus[p].path_bits;
         let others = and_not(e.holders, path_bits);
@@ -1195,24 +1187,27 @@ impl Simulator {
             self.caches[inner].cache.remove(line);
         }
         let Some(b) = self.caches[k].bit else { return };
-        let Some(e) = self.dir.get_mut(&line) else {
+        let pus = &self.pus;
+        let Some((wb, empty)) = self.dir.update(line, |e| {
+            e.holders[b / 64] &= !(1 << (b % 64));
+            let mut wb = None;
+            if let Some(o) = (e.owner as usize).checked_sub(1) {
+                let ob = pus[o].path_bits;
+                let still = (0..2).any(|w| e.holders[w] & ob[w] != 0);
+                if !still {
+                    if e.dirty {
+                        wb = Some(pus[o].node);
+                    }
+                    e.owner = 0;
+                    e.dirty = false;
+                }
+            }
+            (wb, !any(e.holders))
+        }) else {
             return;
         };
-        e.holders[b / 64] &= !(1 << (b % 64));
-        let mut wb = None;
-        if let Some(o) = (e.owner as usize).checked_sub(1) {
-            let ob = self.pus[o].path_bits;
-            let still = (0..2).any(|w| e.holders[w] & ob[w] != 0);
-            if !still {
-                if e.dirty {
-                    wb = Some(self.pus[o].node);
-                }
-                e.owner = 0;
-                e.dirty = false;
-            }
-        }
-        if !any(e.holders) {
-            self.dir.remove(&line);
+        if empty {
+            self.dir.remove(line);
         }
         if let Some(n) = wb {
             self.writeback(line, n, t);
