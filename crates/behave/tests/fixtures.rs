@@ -69,3 +69,21 @@ fn a_file_on_which_the_parquet_crate_panics_is_an_error() {
         "{msg}"
     );
 }
+
+/// Found by fuzzing: a footer whose schema list declares ~30 million elements in 2.5 KB. parquet
+/// (57.3.2 and 58.4.1 alike, `read_thrift_vec`) reserves the declared length (4.4 GB) before
+/// reading an element; Linux grants the untouched reservation, and the read then fails, which
+/// numaff reports. (Where the system refuses such a reservation the process aborts: an upstream
+/// limitation, README "Trace files".)
+#[test]
+fn issue5_a_footer_declaring_a_huge_list_is_an_error() {
+    let path = fixture("parquet-footer-4gib-list.parquet");
+    let err = TraceReader::open(&path)
+        .and_then(|r| r.read_all())
+        .expect_err("corrupt");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("parquet-footer-4gib-list.parquet is not a readable Parquet trace"),
+        "{msg}"
+    );
+}
