@@ -21,7 +21,7 @@ while [ $i -lt "$REPS" ]; do
     "$NUMAFF" profile ${PROFILE_FLAGS:-} -o "$DIR/t.parquet" -- "$DIR/membound" "$PASSES" > "$DIR/out" 2>/dev/null; t2=$(now)
     echo "$t0 $t1 $t2" | awk '{printf "plain %.3f s  profiled %.3f s\n", $2-$1, $3-$2}'
     echo "$t0 $t1 $t2" | awk '{print $2-$1, $3-$2}' >> "$DIR/times"
-    grep samples, "$DIR/out" | awk '{print $2, $4}' >> "$DIR/counts"
+    sed -n "s/^numaff: \([0-9]*\) samples.*, \([0-9]*\) lost.*/\1 \2/p" "$DIR/out" >> "$DIR/counts"
     sed -n 's/.*cpu time: numaff \([0-9.]*\) s.*/\1/p' "$DIR/out" >> "$DIR/cpu"
     i=$((i + 1))
 done

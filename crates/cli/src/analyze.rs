@@ -142,6 +142,14 @@ fn heaviest_pairs(a: &Analysis, n: usize) -> Vec<(usize, usize, f64)> {
     pairs
 }
 
+/// `, one fault in N` when the profile sampled one fault in N (`numaff profile --sample-period`).
+fn period_words(c: &numaff_behave::analyze::Coverage) -> String {
+    match c.rates.get("period") {
+        Some(&p) if p > 1.0 => format!(", one fault in {p:.0}"),
+        _ => String::new(),
+    }
+}
+
 fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
     let c = &a.coverage;
     let m = &a.metrics;
@@ -160,7 +168,7 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
         duration(c.end_ns.saturating_sub(c.start_ns)),
         c.sampler
             .as_ref()
-            .map_or(String::new(), |s| format!("; sampler {s}"))
+            .map_or(String::new(), |s| format!("; sampler {s}{}", period_words(c)))
     );
     let _ = writeln!(
         s,

@@ -142,6 +142,15 @@ fn profile_needs_a_command_and_a_known_sampler() {
         .expect("run numaff");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("list-samplers"));
+    for bad in ["0", "1.5", "every"] {
+        let out = Command::new(cargo_bin("numaff"))
+            .args(["profile", "--sample-period", bad, "--", "true"])
+            .output()
+            .expect("run numaff");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains("one page fault in N"), "{bad}: {stderr}");
+    }
 }
 
 #[test]
@@ -223,13 +232,86 @@ fn profile_a_running_process_by_pid() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("the program exited"), "{stdout}");
-    let samples = TraceReader::open(&trace)
-        .expect("open")
-        .read_all()
-        .expect("read");
+    let reader = TraceReader::open(&trace).expect("open");
+    let faults = reader.meta().rates.get("faults").copied().unwrap_or(0.0);
+    let samples = reader.read_all().expect("read");
     let tids: BTreeSet<u32> = samples.iter().map(|s| s.tid).collect();
     assert!(tids.len() >= 4, "{} tids", tids.len());
     assert!(samples.len() >= 4 * 3900, "{} samples", samples.len());
+    assert!(faults >= samples.len() as f64, "{faults} faults counted");
+}
+
+/// Issue 5, sampling overhead: `--sample-period 8` samples one first touch in 8, each still from
+/// the thread that touched the page, and the trace records the period and how many faults there
+/// were.
+#[test]
+fn issue5_sample_period_samples_one_fault_in_n() {
+    if !perf_allowed() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(prog) = compile(dir.path(), "touch4") else {
+        return;
+    };
+    let trace = dir.path().join("t.parquet");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--induce", "off", "--sample-period", "8", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .output()
+        .expect("run numaff");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("rate: one fault in 8 (period 8)"),
+        "the sampler states its rate: {stderr}"
+    );
+    assert!(stdout.contains("faults (one in 8), 0 lost"), "{stdout}");
+    let mut bufs: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for l in stdout.lines().filter(|l| l.starts_with("BUF ")) {
+        let f: Vec<u64> = l[4..]
+            .split(' ')
+            .map(|x| x.parse().expect("number"))
+            .collect();
+        bufs.insert(f[0] as u32, (f[1], f[2]));
+    }
+    assert_eq!(bufs.len(), 4, "{stdout}");
+    let reader = TraceReader::open(&trace).expect("open trace");
+    let rates = reader.meta().rates.clone();
+    assert_eq!(rates.get("period"), Some(&8.0));
+    let faults = rates.get("faults").copied().unwrap_or(0.0);
+    assert!(faults >= 4.0 * 4096.0, "{faults} faults counted");
+    let samples = reader.read_all().expect("read trace");
+    for (tid, (lo, hi)) in &bufs {
+        let in_buf: Vec<_> = samples
+            .iter()
+            .filter(|s| (*lo..*hi).contains(&s.addr))
+            .collect();
+        // 4096 first touches, one in 8 sampled: 512, give or take the phase of each cpu's event
+        // and the slack of the every-fault test.
+        assert!(
+            (480..=540).contains(&in_buf.len()),
+            "thread {tid}: {} samples in its buffer",
+            in_buf.len()
+        );
+        assert!(
+            in_buf.iter().all(|s| s.tid == *tid),
+            "thread {tid}: samples from other tids"
+        );
+    }
+    // The analysis says the trace is a one-in-8 sample.
+    let out = Command::new(cargo_bin("numaff"))
+        .arg("analyze")
+        .arg(&trace)
+        .output()
+        .expect("run numaff analyze");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("sampler page-faults, one fault in 8"),
+        "{text}"
+    );
 }
 
 /// `numaff profile --import`: `perf script` text to a trace that `numaff analyze` reads; a bad
