@@ -17,7 +17,8 @@ use clap::Args;
 use numaff_behave::perf_script::PerfScriptReader;
 use numaff_behave::{Sample, TraceError, TraceMeta, TraceWriter};
 use numaff_linux::induce::{self, Induce, SoftDirtyRearmer};
-use numaff_linux::sampler::{self, PageFaultSampler, SamplePeriod};
+use numaff_linux::pmu;
+use numaff_linux::sampler::{self, AccessSampler, SamplePeriod, SamplerEvent};
 
 #[derive(Args)]
 pub struct ProfileArgs {
@@ -27,12 +28,17 @@ pub struct ProfileArgs {
     /// The sampler (`numaff profile --list-samplers` says which work here).
     #[arg(long, default_value = "page-faults")]
     sampler: String,
-    /// Sample one page fault in N (1: every fault). Each sample costs the faulting thread about
-    /// 0.6 µs of kernel time here, a fault only counted about 0.05 µs: a larger N lowers the
-    /// overhead on programs that fault often, at the price of pages without a first-touch sample
-    /// (README "numaff profile", sampling overhead).
-    #[arg(long, value_name = "N", default_value = sampler::DEFAULT_SAMPLE_PERIOD_ARG)]
-    sample_period: SamplePeriod,
+    /// Sample one event in N: one page fault in N (default 1, every fault), or for pebs and ibs
+    /// one qualifying load, store or op in N (default 10000). Each page-fault sample costs the
+    /// faulting thread about 0.6 µs of kernel time here, a fault only counted about 0.05 µs: a
+    /// larger N lowers the overhead on programs that fault often, at the price of pages without
+    /// a first-touch sample (README "numaff profile", sampling overhead).
+    #[arg(long, value_name = "N")]
+    sample_period: Option<SamplePeriod>,
+    /// PEBS load-latency threshold in core cycles: only loads slower than this are sampled
+    /// (--sampler pebs; default 30, as `perf mem record`).
+    #[arg(long, value_name = "CYCLES", value_parser = clap::value_parser!(u64).range(1..=65535))]
+    ldlat: Option<u64>,
     /// Stop sampling after this long (e.g. 10, 10s, 500ms, 2m); the program runs on.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     duration: Option<Duration>,
@@ -56,6 +62,42 @@ pub struct ProfileArgs {
     /// The program and its arguments.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
+}
+
+/// The events of `--sampler`: page faults, or the PEBS / IBS events this machine's PMU describes.
+/// A sampler that cannot work here is an error saying why (as `--list-samplers` does).
+fn sampler_events(args: &ProfileArgs) -> Result<Vec<SamplerEvent>> {
+    if args.ldlat.is_some() && args.sampler != "pebs" {
+        bail!("--ldlat is the PEBS load-latency threshold: it needs --sampler pebs");
+    }
+    let devices = std::path::Path::new(pmu::SYSFS_DEVICES);
+    let hw = match args.sampler.as_str() {
+        "page-faults" => return Ok(vec![SamplerEvent::PageFaults]),
+        "pebs" => pmu::pebs_events(devices, args.ldlat.unwrap_or(pmu::DEFAULT_LDLAT)),
+        "ibs" => pmu::ibs_events(devices),
+        other => {
+            let why = sampler::list_samplers()
+                .into_iter()
+                .find(|s| s.name == other)
+                .map(|s| s.why)
+                .unwrap_or_else(|| {
+                    "no such sampler (page-faults, pebs or ibs; soft-dirty and numa-hinting are \
+                     --induce ways)"
+                        .into()
+                });
+            bail!("sampler {other:?} cannot be used: {why} (see numaff profile --list-samplers)");
+        }
+    }
+    .map_err(|e| {
+        anyhow!(
+            "sampler {:?} cannot be used: {e} (see numaff profile --list-samplers)",
+            args.sampler
+        )
+    })?;
+    for note in &hw.notes {
+        eprintln!("numaff: {note}");
+    }
+    Ok(hw.events.into_iter().map(SamplerEvent::Hardware).collect())
 }
 
 /// `10`, `10s`, `500ms`, `2m`, `1.5h`.
@@ -118,24 +160,25 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     if let Some(input) = &args.import {
         return import_perf_script(input, &args.output);
     }
-    if args.sampler != "page-faults" {
-        let why = sampler::list_samplers()
-            .into_iter()
-            .find(|s| s.name == args.sampler)
-            .map(|s| s.why)
-            .unwrap_or_else(|| "no such sampler".into());
-        bail!(
-            "sampler {:?} cannot be used: {why} (see numaff profile --list-samplers)",
-            args.sampler
-        );
-    }
+    let events = sampler_events(args)?;
+    let hardware = events != [SamplerEvent::PageFaults];
     if args.pid.is_none() && args.command.is_empty() {
         bail!("give the program to profile after --, or --pid PID (numaff profile -- ./prog args)");
     }
 
     let induce_opts = induce::options();
-    let induce =
-        induce::resolve(args.induce, &induce_opts, args.pid.is_none()).map_err(|e| anyhow!(e))?;
+    // Induced faults feed the page-fault sampler; hardware samplers see accesses themselves.
+    let induce = match (hardware, args.induce) {
+        (true, Induce::Auto | Induce::Off) => Induce::Off,
+        (true, other) => bail!(
+            "--induce {other} makes extra page faults, which only --sampler page-faults sees; \
+             --sampler {} samples accesses itself (leave --induce out)",
+            args.sampler
+        ),
+        (false, way) => {
+            induce::resolve(way, &induce_opts, args.pid.is_none()).map_err(|e| anyhow!(e))?
+        }
+    };
     // The uffd agent: written next to the trace's temporary files, its status beside it.
     let agent_dir = std::env::temp_dir();
     let status_prefix = agent_dir.join(format!("numaff-induce-{}", std::process::id()));
@@ -155,18 +198,24 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let (cpus, node_of_cpu) = cpus_and_nodes(&machine);
     let machine_toml = numaff_machine::file::to_toml_string(&machine).ok();
 
-    let period = args.sample_period;
+    let period = args.sample_period.unwrap_or(if hardware {
+        SamplePeriod(sampler::DEFAULT_HW_PERIOD)
+    } else {
+        SamplePeriod::EVERY
+    });
     // Open the samplers: on a waiting child (CMD) or on each thread of a running process (PID).
     let (target, mut samplers, child, command_line) = match args.pid {
         Some(pid) => {
             let threads = numaff_linux::tasks::threads(pid)?;
             let mut v = Vec::new();
             for t in &threads {
-                v.push(PageFaultSampler::open(
+                v.push(AccessSampler::open_events(
                     t.tid,
                     &cpus,
                     node_of_cpu.clone(),
                     false,
+                    sampler::RING_DATA_PAGES,
+                    &events,
                     period,
                 )?);
             }
@@ -186,12 +235,13 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             // Large rings (within a fixed budget): the reader may fall behind the program for
             // longer, and wakes up less often.
             let ring = sampler::ring_pages_for(cpus.len());
-            let s = match PageFaultSampler::open_with_ring(
+            let s = match AccessSampler::open_events(
                 child.pid,
                 &cpus,
                 node_of_cpu.clone(),
                 true,
                 ring,
+                &events,
                 period,
             ) {
                 Ok(s) => s,
@@ -316,8 +366,10 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let secs = wall.as_secs_f64().max(1e-9);
     meta.rates.insert("samples".into(), samples as f64);
     meta.rates.insert("lost".into(), lost as f64);
-    // The faults the events counted: samples / faults is the share sampled.
-    meta.rates.insert("faults".into(), faults as f64);
+    // What the events counted (faults, or qualifying loads, stores or ops): samples / that is the
+    // share sampled.
+    let counted_name = if hardware { "events" } else { "faults" };
+    meta.rates.insert(counted_name.into(), faults as f64);
     meta.rates.insert("period".into(), period.0 as f64);
     let mut induce_line = None;
     if induce != Induce::Off {
@@ -378,7 +430,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
 
     let share = match period.0 {
         1 => String::new(),
-        n => format!(" of {faults} faults (one in {n})"),
+        n => format!(" of {faults} {counted_name} (one in {n})"),
     };
     println!(
         "numaff: {samples} samples{share}, {lost} lost, {} threads named, in {:.3} s wall ({stopped_by}); wrote {}",

@@ -142,6 +142,12 @@ fn profile_needs_a_command_and_a_known_sampler() {
         .expect("run numaff");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("list-samplers"));
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--ldlat", "50", "--", "true"])
+        .output()
+        .expect("run numaff");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --sampler pebs"));
     for bad in ["0", "1.5", "every"] {
         let out = Command::new(cargo_bin("numaff"))
             .args(["profile", "--sample-period", bad, "--", "true"])

@@ -15,6 +15,7 @@ pub mod moves;
 pub mod mpol;
 pub mod numa_maps;
 pub mod pages;
+pub mod pmu;
 pub mod policy;
 pub mod sampler;
 pub mod sched;
