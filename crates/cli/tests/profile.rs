@@ -30,6 +30,44 @@ fn compile(dir: &Path, name: &str) -> Option<PathBuf> {
     ok.then_some(out)
 }
 
+/// touch4's report of its 4 buffers (`BUF tid start end`): tid -> [start, end).
+fn buffers(stdout: &str) -> BTreeMap<u32, (u64, u64)> {
+    let mut bufs = BTreeMap::new();
+    for l in stdout.lines().filter(|l| l.starts_with("BUF ")) {
+        let f: Vec<u64> = l[4..]
+            .split(' ')
+            .map(|x| x.parse().expect("number"))
+            .collect();
+        bufs.insert(f[0] as u32, (f[1], f[2]));
+    }
+    assert_eq!(bufs.len(), 4, "{stdout}");
+    bufs
+}
+
+/// Asserts that each buffer got a number of samples in `expected`, all from the thread that owns
+/// it.
+fn assert_samples_per_buffer(
+    samples: &[numaff_behave::Sample],
+    bufs: &BTreeMap<u32, (u64, u64)>,
+    expected: std::ops::RangeInclusive<usize>,
+) {
+    for (tid, (lo, hi)) in bufs {
+        let in_buf: Vec<_> = samples
+            .iter()
+            .filter(|s| (*lo..*hi).contains(&s.addr))
+            .collect();
+        assert!(
+            expected.contains(&in_buf.len()),
+            "thread {tid}: {} samples in its buffer, expected {expected:?}",
+            in_buf.len()
+        );
+        assert!(
+            in_buf.iter().all(|s| s.tid == *tid),
+            "thread {tid}: samples from other tids"
+        );
+    }
+}
+
 #[test]
 fn profile_four_threads_touching_their_buffers() {
     if !perf_allowed() {
@@ -62,16 +100,7 @@ fn profile_four_threads_touching_their_buffers() {
         "the sampler says what it sees: {stderr}"
     );
 
-    // The program's own report of its buffers: tid -> [start, end).
-    let mut bufs: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    for l in stdout.lines().filter(|l| l.starts_with("BUF ")) {
-        let f: Vec<u64> = l[4..]
-            .split(' ')
-            .map(|x| x.parse().expect("number"))
-            .collect();
-        bufs.insert(f[0] as u32, (f[1], f[2]));
-    }
-    assert_eq!(bufs.len(), 4, "{stdout}");
+    let bufs = buffers(&stdout);
 
     let reader = TraceReader::open(&trace).expect("open trace");
     let meta = reader.meta().clone();
@@ -85,22 +114,8 @@ fn profile_four_threads_touching_their_buffers() {
     let samples = reader.read_all().expect("read trace");
     let tids: BTreeSet<u32> = samples.iter().map(|s| s.tid).collect();
     assert!(tids.len() >= 4, "samples from only {} tids", tids.len());
-    for (tid, (lo, hi)) in &bufs {
-        let in_buf: Vec<_> = samples
-            .iter()
-            .filter(|s| (*lo..*hi).contains(&s.addr))
-            .collect();
-        // 4096 pages; allow a little slack for faults lost or merged (fault-around is for files).
-        assert!(
-            (3900..=4200).contains(&in_buf.len()),
-            "thread {tid}: {} faults in its buffer",
-            in_buf.len()
-        );
-        assert!(
-            in_buf.iter().all(|s| s.tid == *tid),
-            "thread {tid}: faults from other tids"
-        );
-    }
+    // 4096 pages; allow a little slack for faults lost or merged (fault-around is for files).
+    assert_samples_per_buffer(&samples, &bufs, 3900..=4200);
 
     let out = Command::new(cargo_bin("numaff"))
         .arg("analyze")
@@ -275,38 +290,16 @@ fn issue5_sample_period_samples_one_fault_in_n() {
         "the sampler states its rate: {stderr}"
     );
     assert!(stdout.contains("faults (one in 8), 0 lost"), "{stdout}");
-    let mut bufs: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    for l in stdout.lines().filter(|l| l.starts_with("BUF ")) {
-        let f: Vec<u64> = l[4..]
-            .split(' ')
-            .map(|x| x.parse().expect("number"))
-            .collect();
-        bufs.insert(f[0] as u32, (f[1], f[2]));
-    }
-    assert_eq!(bufs.len(), 4, "{stdout}");
+    let bufs = buffers(&stdout);
     let reader = TraceReader::open(&trace).expect("open trace");
     let rates = reader.meta().rates.clone();
     assert_eq!(rates.get("period"), Some(&8.0));
     let faults = rates.get("faults").copied().unwrap_or(0.0);
     assert!(faults >= 4.0 * 4096.0, "{faults} faults counted");
     let samples = reader.read_all().expect("read trace");
-    for (tid, (lo, hi)) in &bufs {
-        let in_buf: Vec<_> = samples
-            .iter()
-            .filter(|s| (*lo..*hi).contains(&s.addr))
-            .collect();
-        // 4096 first touches, one in 8 sampled: 512, give or take the phase of each cpu's event
-        // and the slack of the every-fault test.
-        assert!(
-            (480..=540).contains(&in_buf.len()),
-            "thread {tid}: {} samples in its buffer",
-            in_buf.len()
-        );
-        assert!(
-            in_buf.iter().all(|s| s.tid == *tid),
-            "thread {tid}: samples from other tids"
-        );
-    }
+    // 4096 first touches, one in 8 sampled: 512, give or take the phase of each cpu's event and
+    // the slack of the every-fault test.
+    assert_samples_per_buffer(&samples, &bufs, 480..=540);
     // The analysis says the trace is a one-in-8 sample.
     let out = Command::new(cargo_bin("numaff"))
         .arg("analyze")

@@ -877,6 +877,63 @@ mod tests {
         u64::from_ne_bytes(b)
     }
 
+    /// A fresh private anonymous mapping of small pages, each written once by this thread (one
+    /// page fault per page), unmapped when dropped.
+    struct FreshPages {
+        buf: *mut libc::c_void,
+        len: usize,
+    }
+
+    impl FreshPages {
+        fn touch(pages: usize) -> Self {
+            let len = pages * page_size();
+            // SAFETY: a fresh private anonymous mapping, checked, written inside, unmapped on drop.
+            let buf = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(buf, libc::MAP_FAILED);
+            // SAFETY: advice on the mapping made above. Small pages: one fault per page also
+            // where transparent huge pages are always on.
+            unsafe { libc::madvise(buf, len, libc::MADV_NOHUGEPAGE) };
+            for i in 0..pages {
+                // SAFETY: i * page is inside the mapping.
+                unsafe { std::ptr::write_volatile(buf.cast::<u8>().add(i * page_size()), 1) };
+            }
+            FreshPages { buf, len }
+        }
+
+        fn range(&self) -> std::ops::Range<u64> {
+            self.buf as u64..self.buf as u64 + self.len as u64
+        }
+    }
+
+    impl Drop for FreshPages {
+        fn drop(&mut self) {
+            // SAFETY: unmapping the mapping made in `touch`.
+            unsafe { libc::munmap(self.buf, self.len) };
+        }
+    }
+
+    /// The cpus and this thread's tid, if this machine lets it sample itself.
+    fn own_thread() -> Option<(Vec<u32>, i32)> {
+        if perf_event_paranoid().is_none_or(|p| p > 2) {
+            eprintln!("skipped: perf_event_paranoid > 2");
+            return None;
+        }
+        let cpus =
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        Some((cpus, tid))
+    }
+
     #[test]
     fn decodes_a_page_fault_record() {
         let body = rec(&[pair(100, 101), 5_000, 0x7f00_0000_1000]);
@@ -1048,42 +1105,18 @@ mod tests {
             eprintln!("skipped: perf_event_open refused");
             return;
         };
-        let page = page_size();
         let (mut inside, mut touched, mut wrong_cpu) = (0u64, 0u64, 0u64);
         for _ in 0..20 {
-            let len = 600 * page;
-            // SAFETY: a fresh private anonymous mapping, checked, written inside, unmapped below.
-            let buf = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            assert_ne!(buf, libc::MAP_FAILED);
-            // SAFETY: advice on the mapping made above. Small pages: one fault per page also
-            // where transparent huge pages are always on.
-            unsafe { libc::madvise(buf, len, libc::MADV_NOHUGEPAGE) };
-            let lo = buf as u64;
-            let hi = lo + len as u64;
-            for i in 0..600 {
-                // SAFETY: i * page is inside the mapping.
-                unsafe { std::ptr::write_volatile(buf.cast::<u8>().add(i * page), 1) };
-            }
+            let pages = FreshPages::touch(600);
             touched += 600;
             s.drain(&mut |x| {
-                if (lo..hi).contains(&x.addr) {
+                if pages.range().contains(&x.addr) {
                     inside += 1;
                     if x.cpu != pin || x.node != pin + 10 || x.tid != tid as u32 {
                         wrong_cpu += 1;
                     }
                 }
             });
-            // SAFETY: unmapping the mapping made above.
-            unsafe { libc::munmap(buf, len) };
         }
         assert_eq!(s.lost(), 0, "lost samples");
         assert_eq!(s.undecodable(), 0);
@@ -1094,14 +1127,9 @@ mod tests {
 
     #[test]
     fn samples_own_faults_when_allowed() {
-        if perf_event_paranoid().is_none_or(|p| p > 2) {
-            eprintln!("skipped: perf_event_paranoid > 2");
+        let Some((cpus, tid)) = own_thread() else {
             return;
-        }
-        let cpus: Vec<u32> =
-            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        };
         let Ok(mut s) =
             AccessSampler::open(tid, &cpus, vec![0; cpus.len()], false, SamplePeriod::EVERY)
         else {
@@ -1138,14 +1166,9 @@ mod tests {
 
     #[test]
     fn issue5_a_period_samples_one_fault_in_n() {
-        if perf_event_paranoid().is_none_or(|p| p > 2) {
-            eprintln!("skipped: perf_event_paranoid > 2");
+        let Some((cpus, tid)) = own_thread() else {
             return;
-        }
-        let cpus: Vec<u32> =
-            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        };
         const PERIOD: u64 = 16;
         let Ok(mut s) =
             AccessSampler::open(tid, &cpus, vec![0; cpus.len()], false, SamplePeriod(PERIOD))
@@ -1153,36 +1176,15 @@ mod tests {
             eprintln!("skipped: perf_event_open refused");
             return;
         };
-        let page = page_size();
         let pages = 40_000;
-        let len = pages * page;
-        // SAFETY: a fresh private anonymous mapping, checked, written inside, unmapped below.
-        let buf = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(buf, libc::MAP_FAILED);
-        // SAFETY: advice on the mapping made above (one fault per page).
-        unsafe { libc::madvise(buf, len, libc::MADV_NOHUGEPAGE) };
-        for i in 0..pages {
-            // SAFETY: i * page is inside the mapping.
-            unsafe { std::ptr::write_volatile(buf.cast::<u8>().add(i * page), 1) };
-        }
-        let (lo, hi) = (buf as u64, buf as u64 + len as u64);
+        let fresh = FreshPages::touch(pages);
         let mut inside = 0u64;
         s.drain(&mut |x| {
-            if (lo..hi).contains(&x.addr) {
+            if fresh.range().contains(&x.addr) {
                 inside += 1;
             }
         });
-        // SAFETY: unmapping the mapping made above.
-        unsafe { libc::munmap(buf, len) };
+        drop(fresh);
         // Every fault was counted, one in 16 sampled (each cpu's event counts its own faults, and
         // the faults before the loop shift its phase: one sample more or less per cpu).
         assert!(s.counted() >= pages as u64, "counted {}", s.counted());
@@ -1234,14 +1236,9 @@ mod tests {
         // (type 1, config 2), with the hardware samplers' sample_type. The kernel writes WEIGHT
         // and DATA_SRC as zeros, so every record must decode (the layout is right) and be
         // dropped as "not a memory access" (no load/store in DATA_SRC).
-        if perf_event_paranoid().is_none_or(|p| p > 2) {
-            eprintln!("skipped: perf_event_paranoid > 2");
+        let Some((cpus, tid)) = own_thread() else {
             return;
-        }
-        let cpus: Vec<u32> =
-            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        };
         let event = SamplerEvent::Hardware(crate::pmu::HwEvent {
             label: "software/page-faults/".into(),
             event: crate::pmu::PmuEvent {
