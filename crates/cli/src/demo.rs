@@ -6,6 +6,8 @@ use clap::Args;
 
 use numaff_machine::{render, spec};
 
+use crate::demo_ring::RING_THREADS;
+
 #[derive(Args)]
 pub struct DemoArgs {
     /// The machine to show beside the host (a catalog name, file or synthetic description).
@@ -41,6 +43,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     }
     print!("{}", mapping_example(&other)?);
     print!("{}", simulation_example(&other));
+    print!("{}", observing_example());
     let me = std::process::id() as i32;
     match numaff_linux::view::process(me, &host, None) {
         Ok(view) => {
@@ -176,4 +179,129 @@ fn simulation_example(machine: &numaff_machine::Machine) -> String {
     }
     out.push_str("  `numaff sim --list-workloads` and `numaff sim --help` for more.\n\n");
     out
+}
+
+/// Observing a real program on this machine: `numaff profile` (page faults and induced faults) on
+/// the built-in ring of [`RING_THREADS`] threads, then the analysis's communication matrix, in the
+/// ring's order, and whether its heaviest pairs are the ring's neighbours. Whatever fails (perf
+/// events refused, no way to induce faults) becomes a line saying so.
+fn observing_example() -> String {
+    let mut out = format!(
+        "Observing a program: `numaff profile` on a built-in ring of {RING_THREADS} threads (thread i writes a\n\
+         buffer that thread i+1 reads) for {RING_MS} ms, sampling page faults and inducing more:\n"
+    );
+    match profile_ring() {
+        Ok(text) => out.push_str(&text),
+        Err(e) => out.push_str(&format!("  (cannot show it here: {e:#})\n")),
+    }
+    out.push_str(
+        "  `numaff profile -- ./prog` then `numaff analyze trace.parquet` do this for your program.\n\n",
+    );
+    out
+}
+
+/// How long the demo's ring runs.
+const RING_MS: u64 = 1500;
+
+fn profile_ring() -> Result<String> {
+    use anyhow::{bail, Context};
+    let exe = std::env::current_exe().context("cannot find numaff's own executable")?;
+    let dir = std::env::temp_dir().join(format!("numaff-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create {} (set TMPDIR)", dir.display()))?;
+    let trace = dir.join("ring.parquet");
+    let run = std::process::Command::new(&exe)
+        .args(["profile", "--induce", "auto", "--induce-rate", "10", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .args(["demo-ring", &RING_MS.to_string()])
+        .output();
+    let result = (|| {
+        let run = run.context("cannot run numaff profile")?;
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        if !run.status.success() {
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            bail!(
+                "{}",
+                stderr
+                    .trim()
+                    .lines()
+                    .last()
+                    .unwrap_or("numaff profile failed")
+            );
+        }
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let induced = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("numaff: induced faults: "))
+            .and_then(|l| l.split([',', '(']).next())
+            .unwrap_or("unknown")
+            .trim()
+            .to_string();
+        // THREAD i tid, in ring order.
+        let mut tids = [0u32; RING_THREADS];
+        for l in stdout.lines().filter_map(|l| l.strip_prefix("THREAD ")) {
+            let mut f = l.split(' ').filter_map(|x| x.parse::<u32>().ok());
+            if let (Some(i), Some(tid)) = (f.next(), f.next()) {
+                if let Some(slot) = tids.get_mut(i as usize) {
+                    *slot = tid;
+                }
+            }
+        }
+        let a = numaff_behave::analyze::analyze_file(
+            &trace,
+            &numaff_behave::analyze::AnalyzeConfig::default(),
+        )?;
+        let index: Vec<Option<usize>> = tids
+            .iter()
+            .map(|&tid| a.threads.iter().position(|t| t.tid == tid))
+            .collect();
+        let cell = |i: usize, j: usize| match (index[i], index[j]) {
+            (Some(x), Some(y)) => a.communication_matrix[x][y],
+            _ => 0.0,
+        };
+        let mut text = format!(
+            "  {} samples, induced faults: {induced}; communication between the threads, KiB:\n       ",
+            a.coverage.samples
+        );
+        for j in 0..RING_THREADS {
+            text.push_str(&format!("{:>7}", format!("t{j}")));
+        }
+        text.push('\n');
+        for i in 0..RING_THREADS {
+            text.push_str(&format!("    t{i} "));
+            for j in 0..RING_THREADS {
+                if i == j {
+                    text.push_str(&format!("{:>7}", "-"));
+                } else {
+                    text.push_str(&format!("{:>7.0}", cell(i, j) / 1024.0));
+                }
+            }
+            text.push('\n');
+        }
+        let neighbours =
+            |i: usize, j: usize| (i + 1) % RING_THREADS == j || (j + 1) % RING_THREADS == i;
+        let (mut least_neighbour, mut most_other) = (f64::INFINITY, 0.0f64);
+        for i in 0..RING_THREADS {
+            for j in 0..RING_THREADS {
+                if i == j {
+                    continue;
+                }
+                if neighbours(i, j) {
+                    least_neighbour = least_neighbour.min(cell(i, j));
+                } else {
+                    most_other = most_other.max(cell(i, j));
+                }
+            }
+        }
+        text.push_str(if least_neighbour > 0.0 && least_neighbour > most_other {
+            "  The heaviest pairs are the ring's neighbours: numaff found who talks to whom from page faults.\n"
+        } else {
+            "  The ring's neighbours are not the heaviest pairs in this run (too few induced faults?).\n"
+        });
+        Ok(text)
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
 }

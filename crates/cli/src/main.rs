@@ -4,6 +4,7 @@
 mod analyze;
 mod apply;
 mod demo;
+mod demo_ring;
 mod map;
 mod mapp;
 mod profile;
@@ -98,6 +99,9 @@ Build the output against libnumaff: gcc -fopenmp out.c $(pkg-config --cflags --l
   numaff profile --pid 812 --duration 30s           a running process
   numaff profile --list-samplers                    which samplers work here, and why not")]
     Profile(profile::ProfileArgs),
+    /// The program `numaff demo` profiles (threads in a ring); not for users.
+    #[command(hide = true)]
+    DemoRing(demo_ring::DemoRingArgs),
 }
 
 fn main() -> ExitCode {
@@ -121,6 +125,7 @@ fn main() -> ExitCode {
         },
         Command::Analyze(args) => analyze::run(&args),
         Command::Profile(args) => profile::run(&args),
+        Command::DemoRing(args) => demo_ring::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -285,3 +285,37 @@ fn issue4_demo_simulation_shows_placement_matters() {
         "{text}"
     );
 }
+
+/// The demo's observing step: `numaff profile` on the built-in ring of 4 threads finds the ring
+/// (its neighbour pairs are the heaviest of the communication matrix). Where perf events or
+/// userfaultfd are refused, the demo says it cannot show it, and still succeeds.
+#[test]
+fn issue5_demo_profiles_a_ring_and_finds_its_neighbours() {
+    let out = numaff().arg("demo").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let uffd = numaff_linux::induce::uffd_async_probe().is_ok();
+    if (root || paranoid.is_some_and(|p| p <= 2)) && uffd {
+        assert!(
+            text.contains("The heaviest pairs are the ring's neighbours"),
+            "{text}"
+        );
+        // The matrix: 4 rows t0..t3 of 4 cells.
+        let rows = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with('t') && l.split_whitespace().count() == 5)
+            .count();
+        assert_eq!(rows, 4, "{text}");
+    } else {
+        assert!(
+            text.contains("Observing a program") && text.contains("cannot show it here")
+                || text.contains("not the heaviest"),
+            "{text}"
+        );
+    }
+}
