@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use crate::delocprof::{
     classify, cluster_times, commloc, lcomm, task_sequence, Class, ClassThresholds, Clustering,
-    Metrics, ThreadCommDetector,
+    CommEvent, Metrics, ThreadCommDetector,
 };
 use crate::ingest::{TableSample, Tables, NO_THREAD};
 use crate::numa_table::{exclusivity, NumaTableConfig};
@@ -90,6 +90,8 @@ pub enum CommSource {
     LoadsAndStores,
     /// kMAF's sharing table over page faults.
     SharingTable,
+    /// MPI messages: each message one event of its size (002 §2.3.1).
+    Messages,
     /// No samples.
     None,
 }
@@ -247,6 +249,141 @@ where
     Ok(s)
 }
 
+/// The event side of the analysis (002 §2.3.3-2.3.4), shared by traces of samples and of MPI
+/// messages: the communication matrix, events per time bin with the tasks involved (for the
+/// clustering and CommC), and a sparse matrix per CommDyn interval.
+struct EventStats {
+    tasks: usize,
+    start: u64,
+    bin_ns: u64,
+    interval_ns: u64,
+    words: usize,
+    matrix: Vec<Vec<f64>>,
+    bin_events: Vec<u64>,
+    bin_tasks: HashMap<usize, Vec<u64>>,
+    intervals: BTreeMap<u64, HashMap<(usize, usize), f64>>,
+    events: u64,
+}
+
+/// What [`EventStats::finish`] computes.
+struct EventSummary {
+    matrix: Vec<Vec<f64>>,
+    events: u64,
+    bin_ns: u64,
+    event_bins: Vec<EventBin>,
+    clustering: Clustering,
+    commc: f64,
+    commdyn: usize,
+}
+
+impl EventStats {
+    /// For `tasks` tasks and events between `start` and `end` (ns, inclusive).
+    fn new(tasks: usize, start: u64, end: u64, interval_ns: u64) -> Self {
+        let span = end.saturating_sub(start);
+        EventStats {
+            tasks,
+            start,
+            bin_ns: (span / TIME_BINS as u64 + 1).max(1),
+            interval_ns: interval_ns.max(1),
+            words: tasks.div_ceil(64),
+            matrix: vec![vec![0.0; tasks]; tasks],
+            bin_events: vec![0; TIME_BINS + 1],
+            bin_tasks: HashMap::new(),
+            intervals: BTreeMap::new(),
+            events: 0,
+        }
+    }
+
+    /// One event: `bytes` between `from` and `to` at `time` (within the span given to `new`).
+    fn add(&mut self, time: u64, from: usize, to: usize, bytes: f64) {
+        if from == to || from >= self.tasks || to >= self.tasks {
+            return;
+        }
+        self.events += 1;
+        self.matrix[from][to] += bytes;
+        self.matrix[to][from] += bytes;
+        let since = time.saturating_sub(self.start);
+        let b = ((since / self.bin_ns) as usize).min(TIME_BINS);
+        self.bin_events[b] += 1;
+        let words = self.words;
+        let set = self.bin_tasks.entry(b).or_insert_with(|| vec![0; words]);
+        set[from / 64] |= 1 << (from % 64);
+        set[to / 64] |= 1 << (to % 64);
+        *self
+            .intervals
+            .entry(since / self.interval_ns)
+            .or_default()
+            .entry((from.min(to), from.max(to)))
+            .or_insert(0.0) += bytes;
+    }
+
+    /// The clustering of the event bins (weighted k-means with BIC, 002 eq. 2.1; times at the
+    /// bins' centres, weights = events), CommC (eq. 2.4) and CommDyn (eq. 2.8).
+    fn finish(self, max_k: usize) -> EventSummary {
+        let (t, bin_ns, start) = (self.tasks, self.bin_ns, self.start);
+        let nonempty: Vec<usize> = (0..self.bin_events.len())
+            .filter(|&b| self.bin_events[b] > 0)
+            .collect();
+        let times: Vec<u64> = nonempty
+            .iter()
+            .map(|&b| start + b as u64 * bin_ns + bin_ns / 2)
+            .collect();
+        let weights: Vec<f64> = nonempty
+            .iter()
+            .map(|&b| self.bin_events[b] as f64)
+            .collect();
+        let clustering = cluster_times(&times, &weights, max_k, bin_ns as f64);
+        let event_bins: Vec<EventBin> = nonempty
+            .iter()
+            .zip(&clustering.assignment)
+            .map(|(&b, &c)| EventBin {
+                start_ns: start + b as u64 * bin_ns,
+                events: self.bin_events[b],
+                cluster: c,
+            })
+            .collect();
+        // CommC (eq. 2.4): distinct tasks per cluster over T · clusters.
+        let commc = if clustering.k == 0 || t == 0 {
+            0.0
+        } else {
+            let mut sets = vec![vec![0u64; self.words]; clustering.k];
+            for (&b, &c) in nonempty.iter().zip(&clustering.assignment) {
+                if let Some(bits) = self.bin_tasks.get(&b) {
+                    for (w, v) in sets[c].iter_mut().zip(bits) {
+                        *w |= v;
+                    }
+                }
+            }
+            let distinct: u32 = sets.iter().flatten().map(|w| w.count_ones()).sum();
+            f64::from(distinct) / (t * clustering.k) as f64
+        };
+        // CommDyn (eq. 2.8) over the intervals with communication.
+        let mut commdyn = 0;
+        let mut previous: Option<Vec<usize>> = None;
+        for cells in self.intervals.values() {
+            let mut m = vec![vec![0.0; t]; t];
+            for (&(a, b), &v) in cells {
+                m[a][b] += v;
+                m[b][a] += v;
+            }
+            let seq = task_sequence(&m);
+            if previous.as_ref().is_some_and(|p| *p != seq) {
+                commdyn += 1;
+            }
+            previous = Some(seq);
+        }
+        EventSummary {
+            matrix: self.matrix,
+            events: self.events,
+            bin_ns,
+            event_bins,
+            clustering,
+            commc,
+            commdyn,
+        }
+    }
+}
+
 /// Analyses a trace file (two streaming passes).
 pub fn analyze_file(path: &Path, cfg: &AnalyzeConfig) -> Result<Analysis, TraceError> {
     let meta = TraceReader::open(path)?.meta().clone();
@@ -295,7 +432,6 @@ where
         CommSource::None
     };
     let span = sc.end.saturating_sub(sc.start);
-    let bin_ns = (span / TIME_BINS as u64 + 1).max(1);
     let page_size = meta.page_size.unwrap_or(4096).max(1);
 
     // Second pass.
@@ -307,34 +443,8 @@ where
     );
     let block_bytes = cfg.sharing.block_bytes.max(1).next_power_of_two();
     let mut first_touch = vec![0u64; nodes];
-    let mut matrix = vec![vec![0.0f64; t]; t];
-    let words = t.div_ceil(64);
-    // Per time bin: events and the set of tasks involved (bitset).
-    let mut bin_events = vec![0u64; TIME_BINS + 1];
-    let mut bin_tasks: HashMap<usize, Vec<u64>> = HashMap::new();
-    // Per CommDyn interval: the matrix (sparse).
-    let mut intervals: BTreeMap<u64, HashMap<(usize, usize), f64>> = BTreeMap::new();
-    let mut events = 0u64;
+    let mut ev = EventStats::new(t, sc.start, sc.end, cfg.interval_ns);
     let mut samples_per_node = vec![0u64; nodes];
-    let mut add_event = |time: u64, from: usize, to: usize, bytes: f64| {
-        if from == to {
-            return;
-        }
-        events += 1;
-        matrix[from][to] += bytes;
-        matrix[to][from] += bytes;
-        let b = ((time - sc.start) / bin_ns) as usize;
-        bin_events[b] += 1;
-        let set = bin_tasks.entry(b).or_insert_with(|| vec![0; words]);
-        set[from / 64] |= 1 << (from % 64);
-        set[to / 64] |= 1 << (to % 64);
-        let iv = (time - sc.start) / cfg.interval_ns.max(1);
-        *intervals
-            .entry(iv)
-            .or_default()
-            .entry((from.min(to), from.max(to)))
-            .or_insert(0.0) += bytes;
-    };
     // Each batch of samples goes through the tables' batch path (issue 5: ingest speed) in the
     // samples' order; `side` keeps what else a sample's results need (time, task, node).
     let mut input: Vec<TableSample> = Vec::new();
@@ -361,7 +471,7 @@ where
                         if let Some(e) =
                             detector.access(x.time_ns, task, x.addr, x.kind == Kind::Store)
                         {
-                            add_event(e.time_ns, e.from, e.to, e.bytes as f64);
+                            ev.add(e.time_ns, e.from, e.to, e.bytes as f64);
                         }
                     }
                     (CommSource::SharingTable, Kind::Fault) => {
@@ -390,7 +500,7 @@ where
                 let (mru, lru) = r.previous;
                 for u in [mru, lru].into_iter().flatten() {
                     if usize::from(u) != task {
-                        add_event(time_ns, usize::from(u), task, block_bytes as f64);
+                        ev.add(time_ns, usize::from(u), task, block_bytes as f64);
                     }
                 }
             });
@@ -398,59 +508,19 @@ where
     }
     let table = &tables.numa;
 
-    // Clustering of the event bins (times at the bins' centres, weights = events).
-    let nonempty: Vec<usize> = (0..bin_events.len())
-        .filter(|&b| bin_events[b] > 0)
-        .collect();
-    let times: Vec<u64> = nonempty
-        .iter()
-        .map(|&b| sc.start + b as u64 * bin_ns + bin_ns / 2)
-        .collect();
-    let weights: Vec<f64> = nonempty.iter().map(|&b| bin_events[b] as f64).collect();
-    let clustering = cluster_times(&times, &weights, cfg.max_k, bin_ns as f64);
-    let event_bins: Vec<EventBin> = nonempty
-        .iter()
-        .zip(&clustering.assignment)
-        .map(|(&b, &c)| EventBin {
-            start_ns: sc.start + b as u64 * bin_ns,
-            events: bin_events[b],
-            cluster: c,
-        })
-        .collect();
-    // CommC (eq. 2.4): distinct tasks per cluster over T · clusters.
-    let commc = if clustering.k == 0 || t == 0 {
-        0.0
-    } else {
-        let mut sets = vec![vec![0u64; words]; clustering.k];
-        for (&b, &c) in nonempty.iter().zip(&clustering.assignment) {
-            if let Some(bits) = bin_tasks.get(&b) {
-                for (w, v) in sets[c].iter_mut().zip(bits) {
-                    *w |= v;
-                }
-            }
-        }
-        let distinct: u32 = sets.iter().flatten().map(|w| w.count_ones()).sum();
-        f64::from(distinct) / (t * clustering.k) as f64
-    };
-    // CommDyn (eq. 2.8) over the intervals with communication.
-    let mut commdyn = 0;
-    let mut previous: Option<Vec<usize>> = None;
-    for cells in intervals.values() {
-        let mut m = vec![vec![0.0; t]; t];
-        for (&(a, b), &v) in cells {
-            m[a][b] += v;
-            m[b][a] += v;
-        }
-        let seq = task_sequence(&m);
-        if previous.as_ref().is_some_and(|p| *p != seq) {
-            commdyn += 1;
-        }
-        previous = Some(seq);
-    }
+    let EventSummary {
+        matrix,
+        events,
+        bin_ns,
+        event_bins,
+        clustering,
+        commc,
+        commdyn,
+    } = ev.finish(cfg.max_k);
     let mem_volume = match comm_source {
         CommSource::LoadsAndStores => ((loads + stores) * cfg.line_bytes) as f64,
         CommSource::SharingTable => (faults * block_bytes) as f64,
-        CommSource::None => 0.0,
+        CommSource::Messages | CommSource::None => 0.0,
     };
     let l = lcomm(&matrix);
     let metrics = Metrics {
@@ -534,6 +604,109 @@ where
             rates: meta.rates.clone(),
         },
     })
+}
+
+/// Analyses a trace of MPI messages (002 ch. 2 applied to MPI, §2.3.1): the ranks are the tasks,
+/// in rank order (`ThreadInfo::tid` is the rank, `pid` 0), and each message is one communication
+/// event of its size at its time. The matrix, clustering, CommC, CommLoc and CommDyn are computed
+/// as for threads; CommR and DramR need the program's memory traffic, which a message trace does
+/// not have, so they are unknown (and the class cannot be Non-mapping); there is no page usage.
+pub fn analyze_messages(messages: &[CommEvent], cfg: &AnalyzeConfig) -> Analysis {
+    let mut per_rank: BTreeMap<usize, u64> = BTreeMap::new();
+    for m in messages {
+        *per_rank.entry(m.from).or_insert(0) += 1;
+        if m.to != m.from {
+            *per_rank.entry(m.to).or_insert(0) += 1;
+        }
+    }
+    let index: HashMap<usize, usize> = per_rank.keys().enumerate().map(|(i, &r)| (r, i)).collect();
+    let t = index.len();
+    let start = messages.iter().map(|m| m.time_ns).min().unwrap_or(0);
+    let end = messages.iter().map(|m| m.time_ns).max().unwrap_or(0);
+    let mut ev = EventStats::new(t, start, end, cfg.interval_ns);
+    for m in messages {
+        if let (Some(&a), Some(&b)) = (index.get(&m.from), index.get(&m.to)) {
+            ev.add(m.time_ns, a, b, m.bytes as f64);
+        }
+    }
+    let EventSummary {
+        matrix,
+        events,
+        bin_ns,
+        event_bins,
+        clustering,
+        commc,
+        commdyn,
+    } = ev.finish(cfg.max_k);
+    let comm_source = if messages.is_empty() {
+        CommSource::None
+    } else {
+        CommSource::Messages
+    };
+    let metrics = Metrics {
+        Lcomm: lcomm(&matrix),
+        CommR: None,
+        CommC: commc,
+        DramR: None,
+        CommLoc: commloc(&matrix),
+        CommDyn: commdyn,
+    };
+    let class = classify(&metrics, &cfg.thresholds);
+    let advice = advice(class, &metrics, comm_source);
+    let span = end - start;
+    let total = messages.len() as u64;
+    Analysis {
+        threads: per_rank
+            .iter()
+            .enumerate()
+            .map(|(i, (&rank, &n))| ThreadInfo {
+                index: i,
+                pid: 0,
+                tid: u32::try_from(rank).unwrap_or(u32::MAX),
+                name: Some(format!("rank {rank}")),
+                samples: n,
+            })
+            .collect(),
+        nodes: 0,
+        comm_source,
+        communication_matrix: matrix,
+        events,
+        bin_ns,
+        event_bins,
+        clustering,
+        mem_volume: 0.0,
+        metrics,
+        class,
+        advice,
+        pages: PageUsage {
+            page_size: 0,
+            pages: 0,
+            exclusivity_histogram: vec![0; cfg.exclusivity_bins.max(1)],
+            first_touch_per_node: Vec::new(),
+            most_used_per_node: Vec::new(),
+            shared_pages: 0,
+            dropped_samples: 0,
+            table_bytes: 0,
+        },
+        coverage: Coverage {
+            sampler: Some("mpi-messages".into()),
+            samples: total,
+            faults: 0,
+            loads: 0,
+            stores: 0,
+            with_latency: 0,
+            with_data_source: 0,
+            start_ns: start,
+            end_ns: end,
+            samples_per_s: if span > 0 {
+                total as f64 / (span as f64 / 1e9)
+            } else {
+                0.0
+            },
+            samples_per_node: Vec::new(),
+            rates: BTreeMap::new(),
+        },
+    }
 }
 
 /// One line on what a class means for mapping.

@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod delocprof;
 pub mod ingest;
+pub mod messages;
 pub mod numa_table;
 pub mod perf_script;
 pub mod sample;

@@ -849,7 +849,7 @@ fn samples_of_batch(
 }
 
 /// Reads one line (without its end), at most [`MAX_CSV_LINE`] bytes; `None` at the end.
-fn read_csv_line(
+pub(crate) fn read_csv_line(
     r: &mut Box<dyn BufRead>,
     path: &Path,
     line_no: &mut u64,
@@ -889,13 +889,13 @@ fn read_csv_line(
         .map_err(|_| err("not UTF-8 text (is this a CSV trace?)".into()))
 }
 
-fn skip_csv_line(l: &str) -> bool {
+pub(crate) fn skip_csv_line(l: &str) -> bool {
     let t = l.trim();
     t.is_empty() || t.starts_with('#')
 }
 
 /// Fields of a CSV line, trimmed, with surrounding double quotes removed.
-fn split_csv(line: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn split_csv(line: &str) -> impl Iterator<Item = &str> {
     line.split(',').map(|f| {
         let f = f.trim();
         f.strip_prefix('"')
@@ -904,7 +904,7 @@ fn split_csv(line: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-fn parse_int<T: TryFrom<u64>>(name: &str, v: &str) -> Result<T, String> {
+pub(crate) fn parse_int<T: TryFrom<u64>>(name: &str, v: &str) -> Result<T, String> {
     let parsed = if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
         u64::from_str_radix(h, 16)
     } else {

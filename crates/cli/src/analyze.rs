@@ -10,13 +10,14 @@ use clap::Args;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use numaff_behave::analyze::{analyze_file, Analysis, AnalyzeConfig, CommSource};
+use numaff_behave::analyze::{analyze_file, analyze_messages, Analysis, AnalyzeConfig, CommSource};
 use numaff_behave::delocprof::Class;
-use numaff_behave::TraceReader;
+use numaff_behave::{messages, TraceMeta, TraceReader};
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// The trace (Parquet, as `numaff profile` writes, or CSV with a header line).
+    /// The trace (Parquet, as `numaff profile` writes, or CSV with a header line), or a CSV of MPI
+    /// messages with the header time_ns,sender,receiver,bytes (README "numaff analyze").
     #[arg(value_name = "TRACE")]
     trace: PathBuf,
     /// Write a self-contained HTML report here, and each figure beside it as SVG and PNG
@@ -42,8 +43,15 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
         interval_ns: ((args.interval * 1e9) as u64).max(1),
         ..AnalyzeConfig::default()
     };
-    let meta = TraceReader::open(&args.trace)?.meta().clone();
-    let a = analyze_file(&args.trace, &cfg)?;
+    // A CSV whose header names a `sender` is a trace of MPI messages (numaff_behave::messages).
+    let (meta, a) = if messages::is_message_trace(&args.trace)? {
+        let m = messages::read_messages(&args.trace)?;
+        (TraceMeta::default(), analyze_messages(&m, &cfg))
+    } else {
+        let meta = TraceReader::open(&args.trace)?.meta().clone();
+        let a = analyze_file(&args.trace, &cfg)?;
+        (meta, a)
+    };
     if args.json {
         let doc = serde_json::json!({
             "trace": args.trace,
@@ -126,6 +134,7 @@ fn source_words(s: CommSource) -> &'static str {
         CommSource::SharingTable => {
             "faults on a 256-byte block the other thread touched last (kMAF sharing table)"
         }
+        CommSource::Messages => "MPI messages, each its size in bytes",
         CommSource::None => "no samples",
     }
 }
@@ -154,7 +163,18 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
     let c = &a.coverage;
     let m = &a.metrics;
     let mut s = String::new();
-    let _ = writeln!(
+    let messages = a.comm_source == CommSource::Messages;
+    if messages {
+        let _ = writeln!(
+            s,
+            "trace {}: {} MPI messages between {} ranks over {}",
+            trace.display(),
+            c.samples,
+            a.threads.len(),
+            duration(c.end_ns.saturating_sub(c.start_ns)),
+        );
+    } else {
+        let _ = writeln!(
         s,
         "trace {}: {} samples ({} faults, {} loads, {} stores) of {} threads on {} node{} over {}{}",
         trace.display(),
@@ -170,6 +190,7 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
             .as_ref()
             .map_or(String::new(), |s| format!("; sampler {s}{}", period_words(c)))
     );
+    }
     let _ = writeln!(
         s,
         "communication: {} events ({}), {} cluster{} in time",
@@ -182,23 +203,33 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
         (
             "Lcomm",
             bytes(m.Lcomm),
-            "bytes exchanged between threads, sampled (eq. 2.2)".to_string(),
+            if messages {
+                "bytes exchanged between ranks (eq. 2.2)".to_string()
+            } else {
+                "bytes exchanged between threads, sampled (eq. 2.2)".to_string()
+            },
         ),
         (
             "CommR",
             pct(m.CommR),
-            "communication over sampled memory volume (eq. 2.3)".into(),
+            if messages {
+                "needs the memory volume, which messages do not give (eq. 2.3)".into()
+            } else {
+                "communication over sampled memory volume (eq. 2.3)".into()
+            },
         ),
         (
             "CommC",
             pct(Some(m.CommC)),
-            "threads communicating at the same time, per cluster (eq. 2.4)".into(),
+            "tasks communicating at the same time, per cluster (eq. 2.4)".into(),
         ),
         (
             "DramR",
             pct(m.DramR),
             if m.DramR.is_some() {
                 "sampled accesses served by DRAM (eq. 2.5)".into()
+            } else if messages {
+                "needs DRAM accesses, which messages do not give (eq. 2.5)".to_string()
             } else {
                 "the sampler gives no data source (eq. 2.5)".to_string()
             },
@@ -206,12 +237,12 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
         (
             "CommLoc",
             format!("{:.4}", m.CommLoc),
-            "how concentrated each thread's partners are (eq. 2.6-2.7)".into(),
+            "how concentrated each task's partners are (eq. 2.6-2.7)".into(),
         ),
         (
             "CommDyn",
             m.CommDyn.to_string(),
-            format!("changes of the thread order between {interval_s} s intervals (eq. 2.8)"),
+            format!("changes of the task order between {interval_s} s intervals (eq. 2.8)"),
         ),
     ];
     for (k, v, what) in rows {
@@ -224,7 +255,11 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
             .iter()
             .map(|&(i, j, v)| format!("{}-{} {}", a.threads[i].tid, a.threads[j].tid, bytes(v)))
             .collect();
-        let _ = writeln!(s, "heaviest pairs (tids): {}", list.join(", "));
+        let who = if messages { "ranks" } else { "tids" };
+        let _ = writeln!(s, "heaviest pairs ({who}): {}", list.join(", "));
+    }
+    if messages {
+        return s;
     }
     let p = &a.pages;
     let node_list = |v: &[u64]| {
@@ -670,6 +705,10 @@ fn write_report(
     let mut svgs = Vec::new();
     let mut files = 0;
     for f in figures() {
+        // A message trace has no pages.
+        if a.comm_source == CommSource::Messages && matches!(f.name, "exclusivity" | "pages") {
+            continue;
+        }
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();

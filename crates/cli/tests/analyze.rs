@@ -272,3 +272,97 @@ fn issue5_html_report_renders_in_headless_chromium() {
     }
     assert!(dom.contains("Static"));
 }
+
+/// Issue 5 item 3 (DeLocProf's MPI events): a CSV of MPI messages (time_ns, sender, receiver,
+/// bytes) gets the same analysis: ranks as tasks, each message one event of its size. Two phases,
+/// a ring (10 messages of 1000 bytes from each rank to the next, 0-0.4 s) then pairs (i, i+4)
+/// (20 messages each way, 1.0-1.4 s): the matrix is exactly those bytes, the two phases are two
+/// clusters in time, and CommR and DramR are unknown (no memory traffic in a message trace).
+#[test]
+fn issue5_analyze_mpi_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("messages.csv");
+    let mut text = String::from("time_ns,sender,receiver,bytes\n");
+    for k in 0..10u64 {
+        for i in 0..8u64 {
+            text.push_str(&format!(
+                "{},{i},{},1000\n",
+                k * 40_000_000 + i,
+                (i + 1) % 8
+            ));
+        }
+    }
+    for k in 0..20u64 {
+        for i in 0..8u64 {
+            let t = 1_000_000_000 + k * 20_000_000 + i;
+            text.push_str(&format!("{t},{i},{},1000\n", (i + 4) % 8));
+        }
+    }
+    std::fs::write(&path, text).unwrap();
+    let out = numaff(&["analyze", path.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["comm_source"], "messages");
+    let tids: Vec<u64> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tids, (0..8).collect::<Vec<u64>>());
+    let m: Vec<Vec<f64>> = serde_json::from_value(v["communication_matrix"].clone()).unwrap();
+    for (i, row) in m.iter().enumerate() {
+        for (j, &cell) in row.iter().enumerate() {
+            let want = if (i + 1) % 8 == j || (j + 1) % 8 == i {
+                10_000.0
+            } else if (i + 4) % 8 == j {
+                40_000.0
+            } else {
+                0.0
+            };
+            assert_eq!(cell, want, "cell ({i}, {j})");
+        }
+    }
+    assert_eq!(v["events"], 8 * 10 + 8 * 20);
+    assert_eq!(v["clusters"], 2, "{}", v["cluster_means_ns"]);
+    assert!(v["metrics"]["CommR"].is_null() && v["metrics"]["DramR"].is_null());
+    assert_ne!(v["class"], "NonMapping");
+
+    let html = dir.path().join("r.html");
+    let out = numaff(&[
+        "analyze",
+        path.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("240 MPI messages between 8 ranks"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("heaviest pairs (ranks): "), "{stdout}");
+    assert!(html.exists() && dir.path().join("r-matrix.svg").exists());
+    assert!(
+        !dir.path().join("r-pages.svg").exists(),
+        "no pages in a message trace"
+    );
+
+    // A bad line is an error naming it.
+    std::fs::write(
+        &path,
+        "time_ns,sender,receiver,bytes\n1,0,1,64\n2,0,one,64\n",
+    )
+    .unwrap();
+    let out = numaff(&["analyze", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("line 3") && stderr.contains("receiver"),
+        "{stderr}"
+    );
+}
