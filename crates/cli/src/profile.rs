@@ -232,9 +232,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         }
         None => {
             let child = WaitingChild::fork(&args.command, &agent_env)?;
-            // Large rings (within a fixed budget): the reader may fall behind the program for
-            // longer, and wakes up less often.
-            let ring = sampler::ring_pages_for(cpus.len());
+            // Large rings (within a fixed budget shared by every cpu's events): the reader may
+            // fall behind the program for longer, and wakes up less often.
+            let ring = sampler::ring_pages_for(cpus.len() * events.len());
             let s = match AccessSampler::open_events(
                 child.pid,
                 &cpus,
