@@ -276,6 +276,22 @@ struct EventSummary {
     commdyn: usize,
 }
 
+impl EventSummary {
+    /// The metrics (002 eq. 2.2-2.8): CommR from the sampled memory volume (unknown without one),
+    /// DramR as given.
+    fn metrics(&self, mem_volume: f64, dram_r: Option<f64>) -> Metrics {
+        let l = lcomm(&self.matrix);
+        Metrics {
+            Lcomm: l,
+            CommR: (mem_volume > 0.0).then(|| l / mem_volume),
+            CommC: self.commc,
+            DramR: dram_r,
+            CommLoc: commloc(&self.matrix),
+            CommDyn: self.commdyn,
+        }
+    }
+}
+
 impl EventStats {
     /// For `tasks` tasks and events between `start` and `end` (ns, inclusive).
     fn new(tasks: usize, start: u64, end: u64, interval_ns: u64) -> Self {
@@ -508,29 +524,16 @@ where
     }
     let table = &tables.numa;
 
-    let EventSummary {
-        matrix,
-        events,
-        bin_ns,
-        event_bins,
-        clustering,
-        commc,
-        commdyn,
-    } = ev.finish(cfg.max_k);
+    let ev = ev.finish(cfg.max_k);
     let mem_volume = match comm_source {
         CommSource::LoadsAndStores => ((loads + stores) * cfg.line_bytes) as f64,
         CommSource::SharingTable => (faults * block_bytes) as f64,
         CommSource::Messages | CommSource::None => 0.0,
     };
-    let l = lcomm(&matrix);
-    let metrics = Metrics {
-        Lcomm: l,
-        CommR: (mem_volume > 0.0).then(|| l / mem_volume),
-        CommC: commc,
-        DramR: (sc.with_source > 0).then(|| sc.dram as f64 / sc.with_source as f64),
-        CommLoc: commloc(&matrix),
-        CommDyn: commdyn,
-    };
+    let metrics = ev.metrics(
+        mem_volume,
+        (sc.with_source > 0).then(|| sc.dram as f64 / sc.with_source as f64),
+    );
     let class = classify(&metrics, &cfg.thresholds);
     let advice = advice(class, &metrics, comm_source);
 
@@ -566,11 +569,11 @@ where
         threads,
         nodes,
         comm_source,
-        communication_matrix: matrix,
-        events,
-        bin_ns,
-        event_bins,
-        clustering,
+        communication_matrix: ev.matrix,
+        events: ev.events,
+        bin_ns: ev.bin_ns,
+        event_bins: ev.event_bins,
+        clustering: ev.clustering,
         mem_volume,
         metrics,
         class,
@@ -629,28 +632,13 @@ pub fn analyze_messages(messages: &[CommEvent], cfg: &AnalyzeConfig) -> Analysis
             ev.add(m.time_ns, a, b, m.bytes as f64);
         }
     }
-    let EventSummary {
-        matrix,
-        events,
-        bin_ns,
-        event_bins,
-        clustering,
-        commc,
-        commdyn,
-    } = ev.finish(cfg.max_k);
+    let ev = ev.finish(cfg.max_k);
     let comm_source = if messages.is_empty() {
         CommSource::None
     } else {
         CommSource::Messages
     };
-    let metrics = Metrics {
-        Lcomm: lcomm(&matrix),
-        CommR: None,
-        CommC: commc,
-        DramR: None,
-        CommLoc: commloc(&matrix),
-        CommDyn: commdyn,
-    };
+    let metrics = ev.metrics(0.0, None);
     let class = classify(&metrics, &cfg.thresholds);
     let advice = advice(class, &metrics, comm_source);
     let span = end - start;
@@ -669,11 +657,11 @@ pub fn analyze_messages(messages: &[CommEvent], cfg: &AnalyzeConfig) -> Analysis
             .collect(),
         nodes: 0,
         comm_source,
-        communication_matrix: matrix,
-        events,
-        bin_ns,
-        event_bins,
-        clustering,
+        communication_matrix: ev.matrix,
+        events: ev.events,
+        bin_ns: ev.bin_ns,
+        event_bins: ev.event_bins,
+        clustering: ev.clustering,
         mem_volume: 0.0,
         metrics,
         class,
