@@ -317,6 +317,9 @@ fn bisect(
     for &t in &tasks {
         loc[t as usize] = u32::MAX;
     }
+    if 2 * ca == nv {
+        strip_hubs(&mut sub);
+    }
     let side: Vec<u8> = if sub.adj.is_empty() {
         (0..nv).map(|i| u8::from(i >= ca)).collect()
     } else if ca == 1 || ca + 1 == nv {
@@ -350,6 +353,62 @@ fn bisect(
         }
     }
     (a, b)
+}
+
+/// Removes the uniform part of every hub's edges, for a split into two equal halves: a vertex x
+/// adjacent to all the others with weights at least `m` contributes `m` times the size of the side
+/// without x to any cut, `m · nv / 2` whichever side x is on, so subtracting `m` from each of its
+/// edges changes no comparison between balanced splits. It matters for master-worker graphs: the
+/// master's edges make every imbalance worth more than all the workers' own edges, which misleads
+/// the coarse levels (where the balance has a tolerance) and makes every vertex a neighbour of every
+/// other (no pseudo-peripheral vertex, no growing along the workers' chain). Hubs are taken one at
+/// a time in index order (a later hub sees the weights left by earlier ones); edges that reach 0
+/// are dropped.
+fn strip_hubs(sub: &mut Sub) {
+    let nv = sub.len();
+    let mut changed = false;
+    for x in 0..nv {
+        let r = sub.off[x]..sub.off[x + 1];
+        if r.len() + 1 != nv {
+            continue;
+        }
+        let m = sub.w[r.clone()]
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        if m.is_nan() || m <= 0.0 {
+            continue;
+        }
+        for k in r {
+            sub.w[k] -= m;
+            let y = sub.adj[k] as usize;
+            let ry = sub.off[y]..sub.off[y + 1];
+            if let Some(j) = sub.adj[ry.clone()].iter().position(|&z| z as usize == x) {
+                sub.w[ry.start + j] -= m;
+            }
+        }
+        changed = true;
+    }
+    if !changed {
+        return;
+    }
+    // drop the edges that became 0 (or a rounding residue of their former weight)
+    let mut off = Vec::with_capacity(nv + 1);
+    off.push(0);
+    let mut k = 0;
+    for x in 0..nv {
+        for i in sub.off[x]..sub.off[x + 1] {
+            if sub.w[i] > 1e-12 * sub.w[i].abs().max(1.0) {
+                sub.adj[k] = sub.adj[i];
+                sub.w[k] = sub.w[i];
+                k += 1;
+            }
+        }
+        off.push(k);
+    }
+    sub.adj.truncate(k);
+    sub.w.truncate(k);
+    sub.off = off;
 }
 
 /// The optimal split of a small graph (unit weights): every subset of `ca` vertices, in Gosper
@@ -1055,6 +1114,64 @@ mod tests {
             want.sort_unstable();
             assert_eq!(seen, want);
             assert!(loc.iter().all(|&l| l == u32::MAX));
+        }
+    }
+
+    /// Stripping hubs changes the cut of every split into equal halves by the same constant (so
+    /// the best split stays the best): random graphs of 8 vertices with one or two vertices
+    /// adjacent to all others, every balanced split enumerated.
+    #[test]
+    fn issue6_strip_hubs_keeps_the_order_of_balanced_splits() {
+        let mut rng = SplitMix64::new(6);
+        let nv = 8;
+        for round in 0..200 {
+            let mut c = crate::CommMatrix::new(nv);
+            for x in 0..nv {
+                for y in x + 1..nv {
+                    let hub = x == 0 || (round % 2 == 1 && x == 3);
+                    if hub || rng.below(3) == 0 {
+                        c.add_pair(x, y, 1.0 + rng.below(20) as f64);
+                    }
+                }
+            }
+            let g = Graph::from_comm(&c, nv, nv);
+            let mut sub = Sub {
+                off: vec![0],
+                adj: Vec::new(),
+                w: Vec::new(),
+                vw: vec![1; nv],
+            };
+            for x in 0..nv {
+                for (y, w) in g.row(x) {
+                    sub.adj.push(y as u32);
+                    sub.w.push(w);
+                }
+                sub.off.push(sub.adj.len());
+            }
+            let before = Sub {
+                off: sub.off.clone(),
+                adj: sub.adj.clone(),
+                w: sub.w.clone(),
+                vw: sub.vw.clone(),
+            };
+            strip_hubs(&mut sub);
+            assert!(
+                sub.adj.len() < before.adj.len(),
+                "round {round}: hub edges left"
+            );
+            assert!(sub.w.iter().all(|&w| w > 0.0));
+            let mut delta: Option<f64> = None;
+            for mask in 0u32..1 << nv {
+                if mask.count_ones() as usize != nv / 2 {
+                    continue;
+                }
+                let side: Vec<u8> = (0..nv).map(|x| (mask >> x & 1) as u8).collect();
+                let d = before.cut(&side) - sub.cut(&side);
+                match delta {
+                    None => delta = Some(d),
+                    Some(d0) => assert!((d - d0).abs() < 1e-9, "round {round}: {d} vs {d0}"),
+                }
+            }
         }
     }
 

@@ -369,6 +369,47 @@ fn issue6_locality_beats_greedy_on_shuffled_chain_4x8x2() {
     }
 }
 
+/// Issue 6 (hop cost ≤ Scotch's, master-worker rows): a master exchanging 100 with every worker
+/// and the workers 10 with the next one, one task per PU, thread ids shuffled. The optimum is known:
+/// the master's own cost is the same on every PU (all PUs see the same distances), and at every
+/// tree level the workers' chain must cross from each vertex holding a worker to the next, so it is
+/// cut at least (vertices holding a worker − 1) times per level; the chain order laid out on
+/// consecutive PUs after the master's reaches both bounds. Locality used to cut the chain once
+/// more at the package level (18280 against 18260 on 4x8x2: the master's edges made every
+/// imbalance of the coarse bisections worth more than the chain); it must find the optimum.
+#[test]
+fn issue6_locality_optimal_on_shuffled_master_worker() {
+    for (desc, n) in [("pack:4 core:8 pu:2", 64usize), ("pack:2 core:12 pu:2", 48)] {
+        let m = spec::resolve(desc).unwrap();
+        let tree = Tree::from_machine(&m);
+        assert_eq!(tree.pu_count(), n);
+        for seed in 1..=4u64 {
+            // perm: position → thread id; position 0 is the master, 1.. the chain of workers
+            let (_, perm) = shuffled_chain(n, seed * 0x9e37 + n as u64);
+            let mut c = CommMatrix::new(n);
+            for k in 1..n {
+                c.add_pair(perm[0], perm[k], 100.0);
+                if k + 1 < n {
+                    c.add_pair(perm[k], perm[k + 1], 10.0);
+                }
+            }
+            let mut laid_out: Placement = vec![0; n];
+            for (k, &t) in perm.iter().enumerate() {
+                laid_out[t] = tree.pu(k);
+            }
+            let optimum = hop_cost(&tree, &c, &laid_out);
+            let input = MapInput::with_comm(&m, &c);
+            let local = map(Algorithm::Locality, &input).unwrap();
+            check_valid(&m, &local, n, "locality on a shuffled master-worker matrix");
+            let lc = hop_cost(&tree, &c, &local);
+            assert!(
+                (lc - optimum).abs() < 1e-6,
+                "{desc} seed {seed}: locality {lc}, optimum {optimum}"
+            );
+        }
+    }
+}
+
 /// Sparse matrices (chains, 2-D stencils, random partners) and uniform all-to-all matrices, with
 /// up to 5 tasks per PU: the paths the small dense proptest above does not reach (multilevel
 /// coarsening, the uniform short cut) still give valid, deterministic placements no worse than the
