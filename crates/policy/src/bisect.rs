@@ -29,7 +29,7 @@ const STARTS: usize = 8;
 /// Graphs of at most twice this many vertices get only two evenly spaced starts.
 const SMALL: usize = 8;
 /// Graphs of at most this many vertices are split optimally by enumeration.
-const EXACT: usize = 10;
+const EXACT: usize = 12;
 
 /// A graph with vertex weights (task counts) in compressed rows.
 struct Sub {
@@ -77,7 +77,15 @@ impl Sub {
 /// children by recursive bisection (halves of the children, sizes the task slots below each
 /// half), then, with more than two children, [`kway_refine`] exchanges tasks between the children
 /// while that lowers the weight cut between them (the level's share of the hop cost).
-pub(crate) fn recursive_bisection(tree: &Tree, graph: &Graph, slots: &[usize]) -> Vec<usize> {
+///
+/// With `vcycle`, every multilevel split of at most [`VCYCLE`] tasks gets one more V-cycle
+/// ([`vcycle`]).
+pub(crate) fn recursive_bisection(
+    tree: &Tree,
+    graph: &Graph,
+    slots: &[usize],
+    vcycle: bool,
+) -> Vec<usize> {
     let total = graph.len();
     let mut prefix = vec![0usize; slots.len() + 1];
     for (i, &s) in slots.iter().enumerate() {
@@ -88,7 +96,10 @@ pub(crate) fn recursive_bisection(tree: &Tree, graph: &Graph, slots: &[usize]) -
         return leaf_of;
     }
     let mut loc = vec![u32::MAX; total];
-    let mut wk = Work::default();
+    let mut wk = Work {
+        vcycle,
+        ..Work::default()
+    };
     let mut kw = KWork::default();
     // (tree level, vertex, its tasks)
     let mut stack: Vec<(usize, usize, Vec<u32>)> = vec![(0, 0, (0..total as u32).collect())];
@@ -478,7 +489,59 @@ fn multilevel(sub: Sub, ca: i64, wk: &mut Work) -> Vec<u8> {
         refine(g, &mut side, ca, tol, PASSES, wk);
     }
     force_balance(&graphs[0], &mut side, ca);
+    if wk.vcycle && graphs[0].len() <= VCYCLE {
+        let mut again = side.clone();
+        vcycle(&graphs[0], &mut again, ca, maxw, wk);
+        if graphs[0].cut(&again) < graphs[0].cut(&side) {
+            side = again;
+        }
+    }
     side
+}
+
+/// Multilevel splits of at most this many tasks get a V-cycle when asked.
+const VCYCLE: usize = 64;
+
+/// One more V-cycle over a balanced split `side` of `g0` (Walshaw's iterated multilevel
+/// refinement; "V-cycles" in Sanders & Schulz's KaFFPa): the graph is coarsened again, matching
+/// only vertices on the same side, in reverse index order so that other pairs form than in the
+/// first coarsening; the coarsest graph starts from the split as it stands (every coarse vertex
+/// lies on one side, so it is representable there) and is refined level by level on the way back.
+/// Coarse FM passes then move whole pairs, which lets a cut leave the local minimum the single
+/// moves of the finest level are stuck in (a staircase cut through a shuffled 8x8 stencil block,
+/// 10 edges where a straight cut has 8). The result is exactly balanced.
+fn vcycle(g0: &Sub, side: &mut Vec<u8>, ca: i64, maxw: i64, wk: &mut Work) {
+    let mut graphs: Vec<Sub> = Vec::new();
+    let mut maps: Vec<Vec<u32>> = Vec::new();
+    let mut cur = side.clone();
+    loop {
+        let g = graphs.last().unwrap_or(g0);
+        if g.len() <= COARSE || maxw <= 1 {
+            break;
+        }
+        let (map, cn) = matching_within(g, maxw, &cur);
+        if cn * 10 > g.len() * 9 {
+            break;
+        }
+        let c = contract(g, &map, cn);
+        let mut cs = vec![0u8; cn];
+        for (x, &m) in map.iter().enumerate() {
+            cs[m as usize] = cur[x];
+        }
+        maps.push(map);
+        graphs.push(c);
+        cur = cs;
+    }
+    for k in (0..=graphs.len()).rev() {
+        if k < graphs.len() {
+            cur = maps[k].iter().map(|&c| cur[c as usize]).collect();
+        }
+        let g = if k == 0 { g0 } else { &graphs[k - 1] };
+        let tol = if k == 0 { 0 } else { g.max_vw() - 1 };
+        refine(g, &mut cur, ca, tol, PASSES, wk);
+    }
+    force_balance(g0, &mut cur, ca);
+    *side = cur;
 }
 
 /// Weights compared by the matching: classes 25 % wide (log scale), so that a few per cent of
@@ -491,15 +554,30 @@ fn weight_class(w: f64) -> i32 {
 /// heaviest edge class ([`weight_class`]; ties: lower index) if their weights together stay within `maxw`. Returns the
 /// coarse vertex of every vertex (numbered in order of first member) and the coarse count.
 fn matching(g: &Sub, maxw: i64) -> (Vec<u32>, usize) {
+    match_in(g, maxw, None)
+}
+
+/// [`matching`] for a V-cycle: vertices visited in reverse index order, pairs only within one
+/// side of `side`.
+fn matching_within(g: &Sub, maxw: i64, side: &[u8]) -> (Vec<u32>, usize) {
+    match_in(g, maxw, Some(side))
+}
+
+/// Heavy-edge matching; with `side`, in reverse index order and within the sides.
+fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>) -> (Vec<u32>, usize) {
     let n = g.len();
     let mut map = vec![u32::MAX; n];
     let mut cn = 0u32;
-    for x in 0..n {
+    for i in 0..n {
+        let x = if side.is_some() { n - 1 - i } else { i };
         if map[x] != u32::MAX {
             continue;
         }
         let mut best: Option<(i32, usize)> = None;
         for (y, w) in g.row(x) {
+            if side.is_some_and(|s| s[x] != s[y]) {
+                continue;
+            }
             if y != x && map[y] == u32::MAX && g.vw[x] + g.vw[y] <= maxw {
                 let b = weight_class(w);
                 // rows are sorted: on equal classes the lower index (met first) stays
@@ -789,6 +867,8 @@ fn peripheral(g: &Sub) -> usize {
 /// pass).
 #[derive(Default)]
 struct Work {
+    /// Whether small multilevel splits get a [`vcycle`].
+    vcycle: bool,
     gain: Vec<f64>,
     locked: Vec<bool>,
     moves: Vec<usize>,
@@ -852,6 +932,7 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
         locked,
         moves,
         heaps,
+        ..
     } = wk;
     gain.clear();
     gain.resize(n, 0.0);
@@ -1173,6 +1254,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The V-cycle never makes a split dearer, and on shuffled 8x8 five-point stencils split
+    /// 32|32 it finds the straight cut (8 edges) more often than the first multilevel pass alone,
+    /// which often ends on a staircase of 10.
+    #[test]
+    fn issue6_vcycle_straightens_stencil_bisections() {
+        let (side, n) = (8usize, 64usize);
+        let mut straight = [0usize; 2];
+        for seed in 1..=20u64 {
+            let mut rng = SplitMix64::new(seed);
+            let mut perm: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                perm.swap(i, rng.below(i + 1));
+            }
+            let mut c = crate::CommMatrix::new(n);
+            for r in 0..side {
+                for col in 0..side {
+                    let k = r * side + col;
+                    if col + 1 < side {
+                        c.add_pair(perm[k], perm[k + 1], 1.0);
+                    }
+                    if r + 1 < side {
+                        c.add_pair(perm[k], perm[k + side], 1.0);
+                    }
+                }
+            }
+            let g = Graph::from_comm(&c, n, n);
+            let mut loc = vec![u32::MAX; n];
+            let mut cuts = [0usize; 2];
+            for (i, vcycle) in [false, true].into_iter().enumerate() {
+                let mut wk = Work {
+                    vcycle,
+                    ..Work::default()
+                };
+                let (a, b) = bisect(&g, (0..n as u32).collect(), 32, &mut loc, &mut wk);
+                assert_eq!((a.len(), b.len()), (32, 32));
+                let ina: std::collections::HashSet<u32> = a.iter().copied().collect();
+                cuts[i] = (0..n)
+                    .flat_map(|x| g.row(x).map(move |(y, _)| (x, y)))
+                    .filter(|&(x, y)| {
+                        x < y && ina.contains(&(x as u32)) != ina.contains(&(y as u32))
+                    })
+                    .count();
+                straight[i] += usize::from(cuts[i] == 8);
+            }
+            assert!(cuts[1] <= cuts[0], "seed {seed}: {cuts:?}");
+        }
+        assert!(straight[1] > straight[0], "straight cuts {straight:?}");
     }
 
     /// A bisection of a chain splits into exactly the asked sizes and cuts one edge (the
