@@ -489,7 +489,7 @@ fn multilevel(sub: Sub, ca: i64, wk: &mut Work) -> Vec<u8> {
         refine(g, &mut side, ca, tol, PASSES, wk);
     }
     force_balance(&graphs[0], &mut side, ca);
-    if wk.vcycle && graphs[0].len() <= VCYCLE {
+    if wk.vcycle && graphs.len() > 1 && graphs[0].len() <= VCYCLE {
         let mut again = side.clone();
         vcycle(&graphs[0], &mut again, ca, maxw, wk);
         if graphs[0].cut(&again) < graphs[0].cut(&side) {
@@ -499,7 +499,8 @@ fn multilevel(sub: Sub, ca: i64, wk: &mut Work) -> Vec<u8> {
     side
 }
 
-/// Multilevel splits of at most this many tasks get a V-cycle when asked.
+/// Multilevel splits of at most this many tasks get a V-cycle when asked (those that were coarsened:
+/// on at most [`COARSE`] tasks it would only repeat the FM passes).
 const VCYCLE: usize = 64;
 
 /// One more V-cycle over a balanced split `side` of `g0` (Walshaw's iterated multilevel

@@ -835,10 +835,13 @@ fn valid_placement(tree: &Tree, p: &Placement, n: usize) -> bool {
     max <= n.div_ceil(pn) && (max <= 1 || count.iter().all(|&c| c > 0))
 }
 
-/// Up to this many tasks, the recursive bisection is computed twice, as it was before the V-cycles
-/// (the extra tasks of `n mod P` on the first PUs, [`slots`], no V-cycle) and with the extra tasks
-/// spread ([`spread_slots`]) and the V-cycles of small splits (`bisect::vcycle`), and the cheaper
-/// kept; above, only the second (its time counts there).
+/// Up to this many tasks, the recursive bisection is computed twice, as it was before (the extra
+/// tasks of `n mod P` on the first PUs, [`slots`], no V-cycle) and with the extra tasks spread
+/// ([`spread_slots`]) and a V-cycle on small coarsened splits (`bisect::vcycle`), and the cheaper
+/// kept; above, only the first. Measured (README, "Thread mapping performance"): the second
+/// closes the shuffled 2-D stencil rows at 256 threads, but above 256 the V-cycles cost 4 % of
+/// the time at 1024 threads for gains of 0.1-1.4 % in five rows, and the spread slots make six
+/// 2x12x2 rows at 1024-4096 dearer (2-D 4096 shuffled by 3 %) while 25 others get cheaper.
 const BOTH_SPLITS: usize = 256;
 
 fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placement {
@@ -852,7 +855,7 @@ fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placeme
         variants.push((sl, false));
         variants.push((&spread, true));
     } else {
-        variants.push((sl, true));
+        variants.push((sl, false));
     }
     for (slots, vcycle) in variants {
         let leaf_of = crate::bisect::recursive_bisection(tree, graph, slots, vcycle);
