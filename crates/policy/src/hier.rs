@@ -840,8 +840,8 @@ fn valid_placement(tree: &Tree, p: &Placement, n: usize) -> bool {
 /// ([`spread_slots`]) and a V-cycle on small coarsened splits (`bisect::vcycle`), and the cheaper
 /// kept; above, only the first. Measured (README, "Thread mapping performance"): the second
 /// closes the shuffled 2-D stencil rows at 256 threads, but above 256 the V-cycles cost 4 % of
-/// the time at 1024 threads for gains of 0.1-1.4 % in five rows, and the spread slots make six
-/// 2x12x2 rows at 1024-4096 dearer (2-D 4096 shuffled by 3 %) while 25 others get cheaper.
+/// the time at 1024 threads for gains of 0.1-1.4 % in five rows, and the spread slots (with them)
+/// make six 2x12x2 rows at 1024-4096 dearer (2-D 4096 shuffled by 3 %) while 17 get cheaper.
 const BOTH_SPLITS: usize = 256;
 
 fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placement {
