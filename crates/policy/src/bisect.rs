@@ -13,8 +13,9 @@
 //! level on the way back; splits of at most [`EXACT`] tasks are enumerated. A vertex with more
 //! than two children then gets a k-way refinement ([`kway_refine`]: Kernighan–Lin-style pairwise
 //! exchanges between its children), since the level's share of the hop cost is the k-way cut,
-//! which the chain of bisections only approximates. Deterministic: no randomness, ties go to the
-//! lower index.
+//! which the chain of bisections only approximates. A split into equal halves first strips the
+//! uniform part of hub edges ([`strip_hubs`], exact), and on request small coarsened splits get one
+//! more V-cycle ([`vcycle`]). Deterministic: no randomness, ties go to the lower index.
 
 use crate::graph::Graph;
 use crate::tree::Tree;
