@@ -12,6 +12,10 @@
 //! With `--stability` it also maps M + 5 % noise and counts the threads that move
 //! ([`numaff_policy::quality::moved_threads`], up to tree symmetries), for locality also when
 //! it is given the mapping of M as the current placement ([`numaff_policy::hier::locality_from`]).
+//! With `--levels` it prints, under each row, the weight Scotch's and locality's placements cut at
+//! each tree level and locality's exact cost (where the printed ratios round to 1.000). With
+//! `--seeds K`, every shuffled row is also mapped under K other shuffles of the thread ids (one run
+//! each, no times) and the spread of locality / Scotch is printed: one shuffle is one sample.
 //!
 //! Needs Scotch (`apt-get install scotch libscotch-dev`, see scripts/setup.sh); not run by CI.
 //! Run on one core:
@@ -19,7 +23,7 @@
 //! ```text
 //! cargo build --release -p numaff-policy --example vs_scotch
 //! taskset -c 1 target/release/examples/vs_scotch [--sizes 64,256,1024,4096] [--trees 4x8x2,16x4x8x2,2x12x2]
-//!     [--families chain,2d,3d,all,random,clustered,master] [--stability] [--runs 3]
+//!     [--families chain,2d,3d,all,random,clustered,master] [--stability] [--levels] [--seeds K] [--runs 3]
 //! ```
 
 use std::fmt::Write as _;
@@ -267,6 +271,24 @@ fn scotch(
     Ok((p, ms))
 }
 
+/// The weight cut at each tree level, top first: entry `l` sums the pairs whose PUs lie in
+/// different vertices of level `l + 1` (the hop cost is the sum of the entries).
+fn level_cuts(tree: &Tree, c: &CommMatrix, p: &Placement) -> Vec<f64> {
+    let lv: Vec<usize> = p.iter().map(|&pu| tree.leaf_of(pu).unwrap_or(0)).collect();
+    let mut cuts = vec![0.0; tree.depth()];
+    for i in 0..c.len() {
+        for j in i + 1..c.len() {
+            let w = (c.get(i, j) + c.get(j, i)) / 2.0;
+            if w != 0.0 {
+                for cut in &mut cuts[tree.common_level(lv[i], lv[j])..] {
+                    *cut += w;
+                }
+            }
+        }
+    }
+    cuts
+}
+
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
@@ -284,6 +306,8 @@ fn main() -> Res<()> {
     let fams = arg(&args, "--families").unwrap_or_else(|| FAMILIES.join(","));
     let runs: usize = arg(&args, "--runs").map_or(Ok(3), |s| s.parse())?;
     let stability = args.iter().any(|a| a == "--stability");
+    let levels = args.iter().any(|a| a == "--levels");
+    let seeds: usize = arg(&args, "--seeds").map_or(Ok(0), |s| s.parse())?;
     let dir = std::env::temp_dir().join(format!("numaff-vs-scotch-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let algos = [Algorithm::Eagermap, Algorithm::Locality];
@@ -375,6 +399,33 @@ fn main() -> Res<()> {
                         );
                     }
                     println!("{line}");
+                    if shuf && seeds > 0 {
+                        // the same family under `seeds` other shuffles of the ids
+                        let mut r = Vec::with_capacity(seeds);
+                        for k in 1..=seeds as u64 {
+                            let mut rs = SplitMix64::new(0x5eed_0000 ^ (k << 20) ^ n as u64);
+                            let cs = shuffled(&base, &mut rs);
+                            let (sps, _) = scotch(&tree, &target, &cs, &dir)?;
+                            let ps = map(Algorithm::Locality, &MapInput::with_comm(&m, &cs))?;
+                            r.push(hop_cost(&tree, &cs, &ps) / hop_cost(&tree, &cs, &sps));
+                        }
+                        let mean = r.iter().sum::<f64>() / r.len() as f64;
+                        let (lo, hi) = r
+                            .iter()
+                            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+                        println!(
+                            "    {seeds} more shuffles: locality/Scotch mean {mean:.3}, min {lo:.3}, max {hi:.3}, dearer in {}",
+                            r.iter().filter(|&&x| x > 1.0 + 1e-12).count()
+                        );
+                    }
+                    if levels {
+                        println!(
+                            "    cut per level (top first), exact cost: scotch {:?} {sc}, locality {:?} {}",
+                            level_cuts(&tree, &c, &sp),
+                            level_cuts(&tree, &c, &places[1]),
+                            hop_cost(&tree, &c, &places[1])
+                        );
+                    }
                 }
             }
         }

@@ -55,6 +55,33 @@ pub(crate) fn slots(tree: &Tree, n: usize) -> Vec<usize> {
     (0..p).map(|l| n / p + usize::from(l < n % p)).collect()
 }
 
+/// Slots per leaf for `n > P` tasks with the `n mod P` extra ones spread over the tree: each
+/// vertex's extras are shared among its children in proportion to their PUs (rounded down at the
+/// running sums), so sibling subtrees differ by at most one task where they have as many PUs.
+/// The sizes a top-down split then asks for are as even as possible (a stencil cut in halves
+/// straight, not with a step of the extra tasks). With `n ≤ P`, [`slots`].
+pub(crate) fn spread_slots(tree: &Tree, n: usize) -> Vec<usize> {
+    let p = tree.pu_count();
+    if n <= p || n.is_multiple_of(p) {
+        return slots(tree, n);
+    }
+    let mut extra = vec![n % p];
+    for l in 0..tree.depth() {
+        let mut next = vec![0usize; tree.width(l + 1)];
+        for (v, &e) in extra.iter().enumerate() {
+            let total = tree.range(l, v).len().max(1);
+            let mut cum = 0;
+            for c in tree.children(l, v) {
+                let len = tree.range(l + 1, c).len();
+                next[c] = e * (cum + len) / total - e * cum / total;
+                cum += len;
+            }
+        }
+        extra = next;
+    }
+    extra.iter().map(|&e| n / p + e).collect()
+}
+
 /// Shapes of the tree's vertices with `slots` tasks per leaf; equal ids = interchangeable subtrees.
 fn slot_shapes(tree: &Tree, slots: &[usize]) -> Vec<Vec<u32>> {
     let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
@@ -808,19 +835,38 @@ fn valid_placement(tree: &Tree, p: &Placement, n: usize) -> bool {
     max <= n.div_ceil(pn) && (max <= 1 || count.iter().all(|&c| c > 0))
 }
 
+/// Up to this many tasks, the recursive bisection is computed twice, as it was before (the extra
+/// tasks of `n mod P` on the first PUs, [`slots`], no V-cycle) and with the extra tasks spread
+/// ([`spread_slots`]) and a V-cycle on small coarsened splits (`bisect::vcycle`), and the cheaper
+/// kept; above, only the first. Measured (README, "Thread mapping performance"): the second
+/// closes the shuffled 2-D stencil rows at 256 threads, but above 256 the V-cycles cost 4 % of
+/// the time at 1024 threads for gains of 0.1-1.4 % in five rows, and the spread slots (with them)
+/// make six 2x12x2 rows at 1024-4096 dearer (2-D 4096 shuffled by 3 %) while 17 get cheaper.
+const BOTH_SPLITS: usize = 256;
+
 fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placement {
     let grouped = hierarchical_graph(tree, graph, n, |_| Grouping::Agglomerate);
-    let leaf_of = crate::bisect::recursive_bisection(tree, graph, sl);
-    let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
-    let (cs, cg) = (
-        graph_cost(tree, graph, &split),
-        graph_cost(tree, graph, &grouped),
-    );
-    if cs < cg * (1.0 - 1e-12) {
-        no_worse_than_identity_cost(tree, graph, split, cs)
+    let mut best_cost = graph_cost(tree, graph, &grouped);
+    let mut best = grouped;
+    let spread = spread_slots(tree, n);
+    // ties keep the earlier candidate: the grouping, then the split as before
+    let mut variants: Vec<(&[usize], bool)> = Vec::with_capacity(2);
+    if n <= BOTH_SPLITS {
+        variants.push((sl, false));
+        variants.push((&spread, true));
     } else {
-        no_worse_than_identity_cost(tree, graph, grouped, cg)
+        variants.push((sl, false));
     }
+    for (slots, vcycle) in variants {
+        let leaf_of = crate::bisect::recursive_bisection(tree, graph, slots, vcycle);
+        let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
+        let cs = graph_cost(tree, graph, &split);
+        if cs < best_cost * (1.0 - 1e-12) {
+            best_cost = cs;
+            best = split;
+        }
+    }
+    no_worse_than_identity_cost(tree, graph, best, best_cost)
 }
 
 /// Balance (002 §2.3.3 Fig. 2.5: "maps the tasks that have the largest amount of communication to
@@ -841,4 +887,37 @@ pub fn balance(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
             Grouping::Greedy
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Spread slots: n tasks in all, ⌊n/P⌋ or ⌈n/P⌉ per PU, and the vertices of each level (all of
+    /// one size on these trees) hold task counts that differ by at most one.
+    #[test]
+    fn issue6_spread_slots_even_at_every_level() {
+        for desc in [
+            "pack:2 core:12 pu:2",
+            "pack:4 core:8 pu:2",
+            "pack:2 l3:3 core:5 pu:2",
+        ] {
+            let m = numaff_machine::spec::resolve(desc).unwrap();
+            let tree = Tree::from_machine(&m);
+            let p = tree.pu_count();
+            for n in [p + 1, 2 * p - 1, 256, 1000, 1024, 4097] {
+                let s = spread_slots(&tree, n);
+                assert_eq!(s.iter().sum::<usize>(), n, "{desc} {n}");
+                assert!(s.iter().all(|&k| k == n / p || k == n.div_ceil(p)));
+                for l in 0..tree.levels() {
+                    let sums: Vec<usize> = (0..tree.width(l))
+                        .map(|v| s[tree.range(l, v)].iter().sum())
+                        .collect();
+                    let (lo, hi) = (sums.iter().min().unwrap(), sums.iter().max().unwrap());
+                    assert!(hi - lo <= 1, "{desc} n={n} level {l}: {sums:?}");
+                }
+            }
+        }
+    }
 }
