@@ -203,7 +203,7 @@ fn context<'a>(
 
 /// The m best migrations, highest Q first, skipping those that touch a task or destination already
 /// chosen (Algorithm 1-2 line 17; the paper does not say what to do with conflicting candidates).
-fn select(mut cands: Vec<Migration>, m: usize, dest_unique: bool) -> Vec<Migration> {
+fn select(mut cands: Vec<Migration>, m: usize) -> Vec<Migration> {
     cands.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut out: Vec<Migration> = Vec::new();
     for c in cands {
@@ -211,8 +211,7 @@ fn select(mut cands: Vec<Migration>, m: usize, dest_unique: bool) -> Vec<Migrati
             break;
         }
         let clash = out.iter().any(|o| {
-            o.tasks.iter().any(|t| c.tasks.contains(t))
-                || (dest_unique && o.dest.iter().any(|d| c.dest.contains(d)))
+            o.tasks.iter().any(|t| c.tasks.contains(t)) || o.dest.iter().any(|d| c.dest.contains(d))
         });
         if !clash {
             out.push(c);
@@ -273,7 +272,7 @@ pub fn cimar_migrations(
             }
         }
     }
-    select(cands, params.m, true)
+    select(cands, params.m)
 }
 
 /// NIMAR's migrations (001 §4.3, Algorithm 2), destinations are node ids. A node "has free cores"
@@ -336,7 +335,58 @@ pub fn nimar_migrations(
             }
         }
     }
-    select(cands, params.m, false)
+    select_with_room(
+        cands,
+        params.m,
+        |mig| match mig.tasks[..] {
+            [t] => m.nodes[..]
+                .iter()
+                .position(|nd| nd.id == mig.dest[0])
+                .map(|vd| (cx.node[t], vd)),
+            _ => None,
+        },
+        (0..m.nodes.len())
+            .map(|v| cores[v].saturating_sub(hosted[v]))
+            .collect(),
+    )
+}
+
+/// [`select`] for NIMAR, whose destinations are nodes: a single move also needs a free core left
+/// on its destination node once the better migrations are done (each move takes one there and
+/// frees one on its source node; `room[v]` = free cores of node v now, `moves` gives a single
+/// move's (source, destination) node indexes, None for an interchange). Without this, two moves
+/// chosen against the same last free core would put two tasks on one core while another node has
+/// free ones.
+fn select_with_room(
+    mut cands: Vec<Migration>,
+    m: usize,
+    moves: impl Fn(&Migration) -> Option<(usize, usize)>,
+    mut room: Vec<usize>,
+) -> Vec<Migration> {
+    cands.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let mut out: Vec<Migration> = Vec::new();
+    for c in cands {
+        if out.len() >= m {
+            break;
+        }
+        if out
+            .iter()
+            .any(|o| o.tasks.iter().any(|t| c.tasks.contains(t)))
+        {
+            continue;
+        }
+        if let Some((from, to)) = moves(&c) {
+            if room.get(to).copied().unwrap_or(0) == 0 {
+                continue;
+            }
+            room[to] -= 1;
+            if let Some(r) = room.get_mut(from) {
+                *r += 1;
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// CIMAR as a placement: the current placement with the selected migrations applied.

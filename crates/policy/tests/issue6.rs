@@ -529,3 +529,25 @@ proptest! {
         }
     }
 }
+
+/// NIMAR chose two single moves against the last free core of node 0 (both scored against the
+/// current placement), which put two tasks on one PU while node 0 still had a free one (found by
+/// the property test above): a single move now needs a free core left on its destination once the
+/// better migrations are taken.
+#[test]
+fn issue6_nimar_moves_never_overfill_a_node() {
+    let desc = "pack:2 numa:1 l3:2 core:4 pu:1";
+    let (n, seed) = (15, 7938300441429320277u64);
+    let m = spec::resolve(desc).unwrap();
+    let tree = Tree::from_machine(&m);
+    let c = matrix(n, seed);
+    let mut input = MapInput::with_comm(&m, &c);
+    input.seed = seed;
+    let current = numaff_policy::baselines::round_robin(&tree, n);
+    let metrics = random_metrics(n, seed);
+    input.current = Some(&current);
+    input.metrics = Some(&metrics);
+    let p = map(Algorithm::Nimar, &input).unwrap();
+    check_valid(&m, &p, n, "nimar");
+    assert_ne!(p, current, "NIMAR still migrates here");
+}
