@@ -24,7 +24,9 @@ pub struct MapArgs {
     /// Communication matrix: CSV, one row per task, cells separated by commas or spaces.
     #[arg(long, value_name = "M.csv", conflicts_with = "trace")]
     matrix: Option<PathBuf>,
-    /// A trace file to derive the communication matrix from.
+    /// A trace to take the communication matrix from (`numaff profile`'s Parquet or CSV, or a CSV
+    /// of MPI messages): the tasks are its threads (or ranks) in trace order; the cpu of each
+    /// thread's last sample is the current placement when the trace was recorded on this machine.
     #[arg(long, value_name = "T")]
     trace: Option<PathBuf>,
     /// The machine to map on (default: this machine).
@@ -90,6 +92,9 @@ struct MapJson<'a> {
     result: &'a Figures,
     nodes: Option<Vec<u32>>,
     baselines: Vec<&'a Figures>,
+    /// With --trace: the thread id (or MPI rank) of each task, in matrix order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tids: Option<Vec<u32>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     export: Option<ExportJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,24 +146,35 @@ pub fn run(args: &MapArgs) -> Result<()> {
         return print_export(kind, &machine, &file.placement, granularity, args);
     }
 
-    if let Some(trace) = &args.trace {
-        bail!(
-            "cannot read the trace {}: trace files come with the profiling issue (numaff record / \
-             crates/behave traces), which is not built yet; give a communication matrix with \
-             --matrix M.csv",
-            trace.display()
-        );
-    }
-    let Some(matrix_path) = &args.matrix else {
-        bail!("give the communication matrix: --matrix M.csv (one row of numbers per task)");
+    // The input: a matrix file, or the matrix of a trace with its threads' ids and last cpus.
+    let (comm, matrix_name, matrix_hash, traced) = match (&args.trace, &args.matrix) {
+        (Some(path), _) => {
+            let t = load_trace(path, &machine)?;
+            let name = format!(
+                "{} ({} {} in trace order)",
+                path.display(),
+                t.tids.len(),
+                t.kind
+            );
+            let hash = mapping::hash_bytes(t.comm.to_csv().as_bytes());
+            (t.comm.clone(), name, hash, Some(t))
+        }
+        (None, Some(matrix_path)) => {
+            let bytes = std::fs::read(matrix_path)
+                .with_context(|| format!("cannot read the matrix {}", matrix_path.display()))?;
+            let text = String::from_utf8_lossy(&bytes);
+            let comm = CommMatrix::from_csv(&text, &matrix_path.display().to_string())?;
+            let name = matrix_path.display().to_string();
+            (comm, name, mapping::hash_bytes(&bytes), None)
+        }
+        (None, None) => bail!(
+            "give the communication: --matrix M.csv (one row of numbers per task) or --trace T \
+             (a trace of numaff profile, or a CSV of MPI messages)"
+        ),
     };
-    let bytes = std::fs::read(matrix_path)
-        .with_context(|| format!("cannot read the matrix {}", matrix_path.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let comm = CommMatrix::from_csv(&text, &matrix_path.display().to_string())?;
+    let current = traced.as_ref().and_then(|t| t.current.as_ref());
     let tree = Tree::from_machine(&machine);
-    let matrix_name = matrix_path.display().to_string();
-    let run_one = |a: Algorithm| figures(a, &machine, &tree, &comm, args.seed);
+    let run_one = |a: Algorithm| figures(a, &machine, &tree, &comm, current, args.seed);
 
     if args.compare {
         let results: Vec<Figures> = Algorithm::ALL.iter().map(|&a| run_one(a)).collect();
@@ -192,8 +208,11 @@ pub fn run(args: &MapArgs) -> Result<()> {
         .collect();
 
     let mut file = MappingFile::new(algo.name(), &machine, result.placement.clone());
-    file.input.matrix = Some(matrix_name.clone());
-    file.input.matrix_hash = Some(mapping::hash_bytes(&bytes));
+    match &args.trace {
+        Some(t) => file.input.trace = Some(t.display().to_string()),
+        None => file.input.matrix = Some(matrix_name.clone()),
+    }
+    file.input.matrix_hash = Some(matrix_hash);
     if algo == Algorithm::Random {
         file.input.seed = Some(args.seed);
     }
@@ -229,6 +248,7 @@ pub fn run(args: &MapArgs) -> Result<()> {
             result: &result,
             nodes: file.nodes.clone(),
             baselines: baselines.iter().collect(),
+            tids: traced.as_ref().map(|t| t.tids.clone()),
             export,
             saved_to: args.output.as_ref().map(|p| p.display().to_string()),
         };
@@ -237,6 +257,19 @@ pub fn run(args: &MapArgs) -> Result<()> {
     }
 
     let mut text = header(&machine, comm.len(), &matrix_name, algo.name());
+    if let Some(t) = &traced {
+        let what = if t.kind == "threads" { "tid" } else { "rank" };
+        let _ = writeln!(
+            text,
+            "tasks ({what} of each, in matrix order):        {}{}",
+            join(&t.tids),
+            if t.current.is_some() {
+                "\ncurrent placement (cpu of each at its last sample): yes"
+            } else {
+                ""
+            }
+        );
+    }
     let _ = writeln!(
         text,
         "placement (PU of each task, in matrix order): {}",
@@ -315,15 +348,90 @@ fn host_name(args: &MapArgs) -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+/// What `--trace` gives: the communication matrix of the trace's threads (or MPI ranks), their
+/// ids in trace order (ascending pid, then tid), and the current placement (each thread's cpu at
+/// its last sample) when the trace was recorded on `machine` (same fingerprint) and every such cpu
+/// is one of its PUs.
+#[derive(Clone)]
+struct TraceInput {
+    comm: CommMatrix,
+    tids: Vec<u32>,
+    /// "threads", or "MPI ranks" for a message trace.
+    kind: &'static str,
+    current: Option<Placement>,
+}
+
+fn load_trace(path: &std::path::Path, machine: &Machine) -> Result<TraceInput> {
+    use numaff_behave::analyze::{analyze_file, analyze_messages, AnalyzeConfig};
+    use numaff_behave::messages;
+    let cfg = AnalyzeConfig::default();
+    let message_trace = messages::is_message_trace(path)?;
+    let (a, current) = if message_trace {
+        (
+            analyze_messages(&messages::read_messages(path)?, &cfg),
+            None,
+        )
+    } else {
+        let a = analyze_file(path, &cfg)?;
+        let reader = numaff_behave::TraceReader::open(path)?;
+        let recorded_here = reader
+            .meta()
+            .machine
+            .as_deref()
+            .and_then(|t| numaff_machine::file::from_toml_str(t, "the trace's machine").ok())
+            .is_some_and(|m| mapping::fingerprint(&m) == mapping::fingerprint(machine));
+        let current = if recorded_here {
+            let mut last = std::collections::HashMap::new();
+            for batch in reader {
+                for x in batch? {
+                    last.insert((x.pid, x.tid), x.cpu);
+                }
+            }
+            let pus = machine.pus();
+            a.threads
+                .iter()
+                .map(|t| {
+                    last.get(&(t.pid, t.tid))
+                        .copied()
+                        .filter(|&c| pus.contains(c))
+                })
+                .collect::<Option<Placement>>()
+        } else {
+            None
+        };
+        (a, current)
+    };
+    if a.threads.is_empty() {
+        bail!(
+            "{}: the trace has no samples, so no communication to map",
+            path.display()
+        );
+    }
+    let comm = CommMatrix::from_rows(&a.communication_matrix)
+        .with_context(|| format!("{}: the trace's matrix is not square", path.display()))?;
+    Ok(TraceInput {
+        comm,
+        tids: a.threads.iter().map(|t| t.tid).collect(),
+        kind: if message_trace {
+            "MPI ranks"
+        } else {
+            "threads"
+        },
+        current,
+    })
+}
+
 fn figures(
     algo: Algorithm,
     machine: &Machine,
     tree: &Tree,
     comm: &CommMatrix,
+    current: Option<&Placement>,
     seed: u64,
 ) -> Figures {
     let mut input = MapInput::with_comm(machine, comm);
     input.seed = seed;
+    input.current = current;
     match numaff_policy::map(algo, &input) {
         Ok(p) => Figures {
             algorithm: algo.name().to_string(),

@@ -190,13 +190,18 @@ fn issue6_map_errors_say_where_and_what() {
              random, eagermap, locality, balance, deloc, ondeloc, cimar, nimar",
         ));
     numaff()
-        .args(["map", "--algo", "locality", "--trace", "t.parquet"])
+        .args(["map", "--algo", "locality", "--trace", "missing.parquet"])
         .assert()
         .failure()
         .stderr(predicate::str::contains(
-            "trace files come with the profiling issue",
-        ))
-        .stderr(predicate::str::contains("--matrix M.csv"));
+            "cannot open trace missing.parquet",
+        ));
+    numaff()
+        .args(["map", "--algo", "locality"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--matrix M.csv"))
+        .stderr(predicate::str::contains("--trace T"));
     numaff()
         .args([
             "map",
@@ -246,4 +251,136 @@ fn issue6_map_errors_say_where_and_what() {
         .stderr(predicate::str::contains(
             "broken.toml: tasks: says 2 but placement lists 1 tasks",
         ));
+}
+
+/// Issue 6 item 4, `--trace T`: the matrix comes from the trace's analysis. A trace of 8 threads
+/// (tids 700..707) where thread i faults on 256-byte blocks thread i+1 touched just before (kMAF's
+/// sharing table pairs them), recorded on kmaf-sim-4x2 (its machine in the metadata): locality maps
+/// the ring at the hop cost of the best mapping for it, the JSON lists the tids in matrix order,
+/// the current placement is each thread's last cpu, and the mapping file names the trace.
+#[test]
+fn issue6_map_from_a_trace() {
+    use numaff_behave::{Kind, Sample, TraceMeta};
+    let dir = tempfile::tempdir().unwrap();
+    let machine = numaff_machine::spec::resolve("kmaf-sim-4x2").unwrap();
+    let mut samples = Vec::new();
+    for round in 0..40u64 {
+        for i in 0..8u32 {
+            let j = (i + 1) % 8;
+            let block = 0x1000_0000 + (u64::from(i) * 1000 + round) * 256;
+            let t = (round * 8 + u64::from(i)) * 1000;
+            for (dt, tid) in [(0, i), (10, j)] {
+                samples.push(Sample {
+                    time_ns: t + dt,
+                    pid: 700,
+                    tid: 700 + tid,
+                    cpu: tid,
+                    node: tid / 2,
+                    addr: block,
+                    kind: Kind::Fault,
+                    latency_ns: None,
+                    data_source: None,
+                });
+            }
+        }
+    }
+    let meta = TraceMeta {
+        machine: Some(numaff_machine::file::to_toml_string(&machine).unwrap()),
+        ..Default::default()
+    };
+    let trace = dir.path().join("ring.parquet");
+    numaff_behave::trace::write_trace(&trace, &meta, &samples).unwrap();
+    let saved = dir.path().join("ring.toml");
+    let out = numaff()
+        .args([
+            "map",
+            "--algo",
+            "locality",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--json",
+            "--trace",
+        ])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&saved)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tids: Vec<u64> = serde_json::from_value(v["tids"].clone()).unwrap();
+    assert_eq!(tids, (700..708).collect::<Vec<u64>>());
+    let placement: Vec<u32> = serde_json::from_value(v["placement"].clone()).unwrap();
+    assert_eq!(placement.len(), 8);
+    // A ring of 8 on 4 nodes x 2 cores: neighbours share a core pair in the best mapping; the
+    // same cost from a hand-made ring matrix.
+    let matrix = dir.path().join("ring.csv");
+    let rows: Vec<String> = (0..8)
+        .map(|i| {
+            (0..8)
+                .map(|j| {
+                    if (i + 1) % 8 == j || (j + 1) % 8 == i {
+                        "1"
+                    } else {
+                        "0"
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    std::fs::write(&matrix, rows.join("\n")).unwrap();
+    let by_hand = numaff()
+        .args([
+            "map",
+            "--algo",
+            "locality",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--json",
+            "--matrix",
+        ])
+        .arg(&matrix)
+        .output()
+        .unwrap();
+    let h: serde_json::Value = serde_json::from_slice(&by_hand.stdout).unwrap();
+    let ratio = |x: &serde_json::Value| {
+        x["hop_cost"].as_f64().unwrap() / x["baselines"][0]["hop_cost"].as_f64().unwrap()
+    };
+    assert!((ratio(&v) - ratio(&h)).abs() < 1e-9, "{v}\n{h}");
+    let file = std::fs::read_to_string(&saved).unwrap();
+    assert!(file.contains("trace = "), "{file}");
+    // The trace was recorded on kmaf-sim-4x2: ondeloc starts from each thread's last cpu, and
+    // keeps pairs on their nodes when they have room.
+    let out = numaff()
+        .args([
+            "map",
+            "--algo",
+            "ondeloc",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--trace",
+        ])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("current placement (cpu of each at its last sample): yes"),
+        "{text}"
+    );
+    // An empty trace is a clear error.
+    let empty = dir.path().join("empty.parquet");
+    numaff_behave::trace::write_trace(&empty, &meta, &[]).unwrap();
+    numaff()
+        .args(["map", "--algo", "locality", "--trace"])
+        .arg(&empty)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no samples"));
 }
