@@ -316,7 +316,7 @@ impl Simulator {
             .as_ref()
             .map(|o| o.interval_ns.max(1) as f64)
             .unwrap_or(f64::INFINITY);
-        let dir = Directory::new(tracked.len());
+        let dir = Directory::new(tracked.len(), pus.len() as u32);
         Simulator {
             machine: machine.clone(),
             rng: Rng::new(cfg.seed),
