@@ -31,6 +31,17 @@ fn fastmod(a: u64, magic: u128, d: u64) -> u64 {
     ((bottom + top) >> 64) as u64
 }
 
+/// Puts `e` first in `run` and shifts the others down by one, dropping the last: the LRU update.
+/// A loop carrying one value (not `copy_within`, whose variable length costs a call to `memmove`
+/// per access; the runs are at most a set long).
+#[inline]
+fn to_front(run: &mut [u64], e: u64) {
+    let mut carry = e;
+    for w in run.iter_mut() {
+        carry = std::mem::replace(w, carry);
+    }
+}
+
 impl SetAssoc {
     /// A cache of `size_bytes` with `line_bytes` lines and `ways` ways (0 or more than the lines
     /// means fully associative, capped at 32 ways to keep lookups cheap: an approximation).
@@ -86,10 +97,7 @@ impl SetAssoc {
         let set = &mut self.entries[base..base + self.ways];
         let k = set.iter().position(|&e| e >> 2 == tag)?;
         let e = set[k];
-        if k > 0 {
-            set.copy_within(0..k, 1);
-            set[0] = e;
-        }
+        to_front(&mut set[..=k], e);
         Some((e & 3) as u8)
     }
 
@@ -108,8 +116,7 @@ impl SetAssoc {
                 (set.len() - 1, (last != 0).then(|| (last >> 2) - 1))
             }
         };
-        set.copy_within(0..k, 1);
-        set[0] = new;
+        to_front(&mut set[..=k], new);
         evicted
     }
 
@@ -135,9 +142,11 @@ impl SetAssoc {
         let set = &mut self.entries[base..base + self.ways];
         match set.iter().position(|&e| e >> 2 == tag) {
             Some(k) => {
-                set.copy_within(k + 1.., k);
-                let n = set.len();
-                set[n - 1] = 0;
+                // Shift the less recently used ways up by one, an empty way last.
+                let mut carry = 0;
+                for w in set[k..].iter_mut().rev() {
+                    carry = std::mem::replace(w, carry);
+                }
                 true
             }
             None => false,
