@@ -120,6 +120,18 @@ impl SetAssoc {
         evicted
     }
 
+    /// `fill` of a line known to be absent (its `touch` just missed): no scan for it. The least
+    /// recently used line is evicted if the set is full.
+    #[inline]
+    pub fn fill_absent(&mut self, line: u64, state: u8) -> Option<u64> {
+        debug_assert!(!self.contains(line), "fill_absent of a present line");
+        let base = self.set_of(line);
+        let set = &mut self.entries[base..base + self.ways];
+        let last = set[set.len() - 1];
+        to_front(set, (line + 1) << 2 | u64::from(state));
+        (last != 0).then(|| (last >> 2) - 1)
+    }
+
     /// Sets the state of a present line (no LRU change); false if absent.
     #[inline]
     pub fn set_state(&mut self, line: u64, state: u8) -> bool {
@@ -217,5 +229,31 @@ mod tests {
         assert!(!c.contains(0));
         assert_eq!(c.fill(6, SHARED), None); // the freed way is reused
         assert_eq!(c.touch(1), None);
+    }
+
+    #[test]
+    fn issue4_fill_absent_equals_fill_of_an_absent_line() {
+        // laso-hpl's L3 shape (20 ways, sets not a power of two) and an 8-way L1.
+        for (size, ways) in [(25 << 20, 20), (32 << 10, 8)] {
+            let mut a = SetAssoc::new(size, 64, ways);
+            let mut b = a.clone();
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for step in 0..100_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let line = (x >> 8) % (4 * size / 64);
+                let st = (step % 3) as u8;
+                let (ta, tb) = (a.touch(line), b.touch(line));
+                assert_eq!(ta, tb);
+                if ta.is_none() {
+                    assert_eq!(a.fill(line, st), b.fill_absent(line, st), "step {step}");
+                } else if x.is_multiple_of(5) {
+                    assert_eq!(a.remove(line), b.remove(line));
+                }
+                assert_eq!(a.lru(line), b.lru(line));
+            }
+            assert_eq!(a.entries, b.entries);
+        }
     }
 }

@@ -1039,7 +1039,7 @@ impl Simulator {
             if !a.write && pos < pu.n_private {
                 for q in 0..pos {
                     let k = self.pus[p].path[q];
-                    self.caches[k].cache.fill(key, SHARED);
+                    self.caches[k].cache.fill_absent(key, SHARED);
                 }
                 return (lat, 0.0);
             }
@@ -1170,10 +1170,19 @@ impl Simulator {
             upto = hit.unwrap_or(self.pus[p].path.len());
         }
         self.dir.insert(key, ne);
+        // The levels before the one that hit (all, on a miss) were probed by `access` and do not
+        // hold the line; nothing since has put it there (invalidations and evictions only remove).
+        let missed = hit.unwrap_or(usize::MAX);
         for pos in 0..upto.min(self.pus[p].path.len()) {
             let k = self.pus[p].path[pos];
             let st = if pos == 0 { l1_state } else { SHARED };
-            if let Some(ev) = self.caches[k].cache.fill(key, st) {
+            let c = &mut self.caches[k].cache;
+            let ev = if pos < missed {
+                c.fill_absent(key, st)
+            } else {
+                c.fill(key, st)
+            };
+            if let Some(ev) = ev {
                 self.evicted(k, ev, t);
             }
         }
