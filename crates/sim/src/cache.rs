@@ -45,6 +45,7 @@ fn to_front(run: &mut [u64], e: u64) {
 /// Bit `w` set for each way `w` of an 8-way set whose entry holds `tag`: `e >> 2 == tag` for the
 /// eight ways at once, without a branch per way (an L1 or L2 hit's way is unpredictable, and a
 /// mispredicted early exit costs more than the eight compares).
+#[cfg(not(target_arch = "x86_64"))]
 #[inline]
 fn match8(set: &[u64; 8], tag: u64) -> u32 {
     let mut m = 0;
@@ -52,6 +53,35 @@ fn match8(set: &[u64; 8], tag: u64) -> u32 {
         m |= u32::from(e >> 2 == tag) << w;
     }
     m
+}
+
+/// `match8` with SSE2 (part of every x86_64 target): two ways per compare. SSE2 compares 32-bit
+/// lanes, so a way matches where both halves of its masked entry equal those of `tag << 2`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn match8(set: &[u64; 8], tag: u64) -> u32 {
+    use std::arch::x86_64::{
+        _mm_and_si128, _mm_castsi128_pd, _mm_cmpeq_epi32, _mm_movemask_pd, _mm_set1_epi64x,
+        _mm_set_epi64x, _mm_shuffle_epi32,
+    };
+    // An entry keeps 62 bits of `line + 1`: `e >> 2` never equals a larger tag.
+    if tag >> 62 != 0 {
+        return 0;
+    }
+    // SAFETY: these intrinsics only need SSE2, which every x86_64 target has; they read no
+    // memory but their arguments.
+    unsafe {
+        let want = _mm_set1_epi64x((tag << 2) as i64);
+        let keep = _mm_set1_epi64x(!3);
+        let mut m = 0;
+        for i in 0..4 {
+            let pair = _mm_set_epi64x(set[2 * i + 1] as i64, set[2 * i] as i64);
+            let eq = _mm_cmpeq_epi32(_mm_and_si128(pair, keep), want);
+            let eq = _mm_and_si128(eq, _mm_shuffle_epi32::<0b10_11_00_01>(eq));
+            m |= (_mm_movemask_pd(_mm_castsi128_pd(eq)) as u32) << (2 * i);
+        }
+        m
+    }
 }
 
 /// `to_front` of the first `k + 1` ways of an 8-way set, without a branch on `k`.
