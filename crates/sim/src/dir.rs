@@ -6,8 +6,9 @@
 //! misses. The narrow form keeps the holders in one `u64`: with at most 64 tracked caches every
 //! directory bit is below 64 (bits are assigned in order, `tracked.len() % DIR_BITS`), so the high
 //! word of the wide form is always zero there and the two forms hold the same information exactly.
-//! The packed form goes further where the holder bits, the owner (PU index + 1) and the dirty bit
-//! fit together in one `u64` (laso-hpl: 44 holder bits, 6 owner bits): a 16-byte slot with its key.
+//! The packed form goes further where the holder bits (at most 48), the owner (PU index + 1, below
+//! 2^15) and the dirty bit fit together in one `u64` (laso-hpl: 44 holder bits and 40 PUs): a
+//! 16-byte slot with its key.
 
 use crate::linemap::LineMap;
 
@@ -48,42 +49,35 @@ impl Narrow {
     }
 }
 
-/// The layout of the packed form: holders in bits `0..shift`, the owner in the bits from `shift`
-/// up to 62, the dirty bit in bit 63.
+/// The layout of the packed form: holders in bits `0..HOLDER_BITS`, the owner in the 15 bits above,
+/// the dirty bit in bit 63 (fixed positions: constant shifts and masks).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Packing {
-    shift: u32,
-}
+pub(crate) struct Packing;
 
+const HOLDER_BITS: u32 = 48;
+const HOLDERS: u64 = (1 << HOLDER_BITS) - 1;
+const OWNER_BITS: u32 = 15;
 const DIRTY: u64 = 1 << 63;
 
 impl Packing {
-    /// The packing for `tracked` holder bits and owners up to `max_owner`, if they fit in a `u64`
-    /// beside the dirty bit.
+    /// The packing, if `tracked` holder bits and owners up to `max_owner` fit it.
     fn new(tracked: usize, max_owner: u32) -> Option<Self> {
-        let owner_bits = 32 - max_owner.leading_zeros();
-        (tracked + (owner_bits as usize) < 64).then_some(Packing {
-            shift: tracked as u32,
-        })
+        (tracked <= HOLDER_BITS as usize && max_owner < 1 << OWNER_BITS).then_some(Packing)
     }
     #[inline]
     fn unpack(self, v: u64) -> DirEntry {
-        let holders = if self.shift == 0 {
-            0
-        } else {
-            v & (u64::MAX >> (64 - self.shift))
-        };
         DirEntry {
-            holders: [holders, 0],
-            owner: ((v & !DIRTY) >> self.shift) as u32,
+            holders: [v & HOLDERS, 0],
+            owner: ((v & !DIRTY) >> HOLDER_BITS) as u32,
             dirty: v & DIRTY != 0,
         }
     }
     #[inline]
     fn pack(self, e: DirEntry) -> u64 {
         debug_assert_eq!(e.holders[1], 0, "packed directory given a bit above 63");
-        debug_assert!(self.shift == 64 || e.holders[0] >> self.shift == 0);
-        e.holders[0] | u64::from(e.owner) << self.shift | if e.dirty { DIRTY } else { 0 }
+        debug_assert_eq!(e.holders[0] & !HOLDERS, 0, "packed directory given a bit above 47");
+        debug_assert!(e.owner < 1 << OWNER_BITS, "packed directory given a large owner");
+        e.holders[0] | u64::from(e.owner) << HOLDER_BITS | if e.dirty { DIRTY } else { 0 }
     }
 }
 
@@ -218,16 +212,16 @@ mod tests {
         assert_eq!(LineMap::<u64>::slot_bytes(), 16);
         // laso-hpl: 40 private L2s + 4 L3s, owners 1..=40.
         assert!(matches!(Directory::new(44, 40), Directory::Packed(..)));
-        assert!(matches!(Directory::new(57, 63), Directory::Packed(..)));
-        assert!(matches!(Directory::new(57, 64), Directory::Narrow(_)));
+        assert!(matches!(Directory::new(48, 32767), Directory::Packed(..)));
+        assert!(matches!(Directory::new(49, 40), Directory::Narrow(_)));
+        assert!(matches!(Directory::new(20, 32768), Directory::Narrow(_)));
         assert!(matches!(Directory::new(64, 1), Directory::Narrow(_)));
         assert!(matches!(Directory::new(65, 1), Directory::Wide(_)));
-        assert!(matches!(Directory::new(0, u32::MAX), Directory::Packed(..)));
     }
 
     #[test]
     fn issue4_packed_and_wide_directories_agree() {
-        for (tracked, max_owner) in [(44, 40), (1, 1), (0, 5), (57, 63), (20, 2000), (30, 1 << 30)] {
+        for (tracked, max_owner) in [(44, 40), (1, 1), (0, 5), (48, 32767), (20, 2000)] {
             let p = Directory::new(tracked, max_owner);
             assert!(matches!(p, Directory::Packed(..)), "{tracked} {max_owner}");
             let w = Directory::unpacked(65);
