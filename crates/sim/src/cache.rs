@@ -166,7 +166,19 @@ impl SetAssoc {
             return Some((e & 3) as u8);
         }
         let set = &mut self.entries[base..base + self.ways];
-        let k = set.iter().position(|&e| e >> 2 == tag)?;
+        // Larger sets: the 8 most recently used ways (where a hit mostly is, and the first host
+        // cache line of the set) without branches, then the rest one by one.
+        if let Some(head) = set.first_chunk_mut::<8>() {
+            let m = match8(head, tag);
+            if m != 0 {
+                let k = m.trailing_zeros() as usize;
+                let e = head[k];
+                to_front8(head, k, e);
+                return Some((e & 3) as u8);
+            }
+        }
+        let from = if set.len() >= 8 { 8 } else { 0 };
+        let k = from + set[from..].iter().position(|&e| e >> 2 == tag)?;
         let e = set[k];
         to_front(&mut set[..=k], e);
         Some((e & 3) as u8)
@@ -326,71 +338,78 @@ mod tests {
         assert_eq!(c.touch(1), None);
     }
 
-    /// The scalar way scans, as `SetAssoc` does them for any associativity.
-    fn reference_touch(set: &mut [u64], line: u64) -> Option<u8> {
-        let k = set.iter().position(|&e| e >> 2 == line + 1)?;
-        let e = set[k];
-        set[..=k].rotate_right(1);
-        Some((e & 3) as u8)
-    }
-
     #[test]
-    fn issue4_branchless_8_way_sets_agree_with_scans() {
-        // An 8-way cache (the branchless path) against a plain model of each set.
-        let mut c = SetAssoc::new(64 * 8 * 16, 64, 8);
-        assert!(c.set8(0).is_some());
-        let mut model: Vec<Vec<u64>> = vec![vec![0; 8]; 16];
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for step in 0..200_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // 40 lines per set, and now and then a line whose tag does not fit 62 bits (as the
-            // lines of processes 16 and up, `pi << 58`, do).
-            let line = if x.is_multiple_of(101) {
-                u64::MAX - 1 - (x >> 8) % 3
-            } else if x.is_multiple_of(103) {
-                (17 << 58) + (x >> 8) % 40
-            } else {
-                (x >> 8) % (16 * 40)
-            };
-            let set = &mut model[(line % 16) as usize];
-            let st = (step % 3) as u8;
-            match x % 5 {
-                0 | 1 => assert_eq!(c.touch(line), reference_touch(set, line), "touch {step}"),
-                2 => {
-                    let ev = match set.iter().position(|&e| e >> 2 == line.wrapping_add(1)) {
-                        Some(k) => {
+    fn issue4_branchless_way_scans_agree_with_a_plain_model() {
+        // 8 ways (branchless throughout), 20 and 16 (branchless over the 8 most recently used
+        // ways of a lookup), 4 and 12: 16 sets each, against a plain model of each set.
+        for ways in [8usize, 20, 16, 4, 12] {
+            let mut c = SetAssoc::new(64 * ways as u64 * 16, 64, ways as u32);
+            assert_eq!(c.set8(0).is_some(), ways == 8);
+            let mut model: Vec<Vec<u64>> = vec![vec![0; ways]; 16];
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            for step in 0..100_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // 3 x ways lines per set, and now and then a line whose tag does not fit 62
+                // bits (as the lines of processes 16 and up, `pi << 58`, do).
+                let line = if x.is_multiple_of(101) {
+                    u64::MAX - 1 - (x >> 8) % 3
+                } else if x.is_multiple_of(103) {
+                    (17 << 58) + (x >> 8) % 40
+                } else {
+                    (x >> 8) % (16 * 3 * ways as u64)
+                };
+                let set = &mut model[(line % 16) as usize];
+                let tag = line.wrapping_add(1);
+                let st = (step % 3) as u8;
+                match x % 5 {
+                    0 | 1 => {
+                        let want = set.iter().position(|&e| e >> 2 == tag).map(|k| {
+                            let e = set[k];
                             set[..=k].rotate_right(1);
-                            None
-                        }
-                        None => {
-                            let last = set[7];
-                            set.rotate_right(1);
-                            (last != 0).then(|| (last >> 2) - 1)
-                        }
-                    };
-                    set[0] = line.wrapping_add(1) << 2 | u64::from(st);
-                    assert_eq!(c.fill(line, st), ev, "fill {step}");
+                            (e & 3) as u8
+                        });
+                        assert_eq!(c.touch(line), want, "touch {step}");
+                    }
+                    2 => {
+                        let ev = match set.iter().position(|&e| e >> 2 == tag) {
+                            Some(k) => {
+                                set[..=k].rotate_right(1);
+                                None
+                            }
+                            None => {
+                                let last = set[ways - 1];
+                                set.rotate_right(1);
+                                (last != 0).then(|| (last >> 2) - 1)
+                            }
+                        };
+                        set[0] = tag << 2 | u64::from(st);
+                        assert_eq!(c.fill(line, st), ev, "fill {step}");
+                    }
+                    3 => {
+                        let present = match set.iter().position(|&e| e >> 2 == tag) {
+                            Some(k) => {
+                                set[k..].rotate_left(1);
+                                set[ways - 1] = 0;
+                                true
+                            }
+                            None => false,
+                        };
+                        assert_eq!(c.remove(line), present, "remove {step}");
+                    }
+                    _ => {
+                        let present = set.iter().any(|&e| e >> 2 == tag);
+                        assert_eq!(c.contains(line), present, "contains {step}");
+                    }
                 }
-                3 => {
-                    let present = match set.iter().position(|&e| e >> 2 == line.wrapping_add(1)) {
-                        Some(k) => {
-                            set[k..].rotate_left(1);
-                            set[7] = 0;
-                            true
-                        }
-                        None => false,
-                    };
-                    assert_eq!(c.remove(line), present, "remove {step}");
-                }
-                _ => {
-                    let present = set.iter().any(|&e| e >> 2 == line.wrapping_add(1));
-                    assert_eq!(c.contains(line), present, "contains {step}");
-                }
+                let s = (line % 16) as usize;
+                assert_eq!(
+                    &c.entries[s * ways..(s + 1) * ways],
+                    &model[s][..],
+                    "{ways} ways: set {s} at step {step}"
+                );
             }
-            let s = (line % 16) as usize;
-            assert_eq!(&c.entries[s * 8..s * 8 + 8], &model[s][..], "set {s} at step {step}");
         }
     }
 
