@@ -75,8 +75,15 @@ impl Packing {
     #[inline]
     fn pack(self, e: DirEntry) -> u64 {
         debug_assert_eq!(e.holders[1], 0, "packed directory given a bit above 63");
-        debug_assert_eq!(e.holders[0] & !HOLDERS, 0, "packed directory given a bit above 47");
-        debug_assert!(e.owner < 1 << OWNER_BITS, "packed directory given a large owner");
+        debug_assert_eq!(
+            e.holders[0] & !HOLDERS,
+            0,
+            "packed directory given a bit above 47"
+        );
+        debug_assert!(
+            e.owner < 1 << OWNER_BITS,
+            "packed directory given a large owner"
+        );
         e.holders[0] | u64::from(e.owner) << HOLDER_BITS | if e.dirty { DIRTY } else { 0 }
     }
 }
