@@ -31,7 +31,79 @@ fn fastmod(a: u64, magic: u128, d: u64) -> u64 {
     ((bottom + top) >> 64) as u64
 }
 
+/// Puts `e` first in `run` and shifts the others down by one, dropping the last: the LRU update.
+/// A loop carrying one value (not `copy_within`, whose variable length costs a call to `memmove`
+/// per access; the runs are at most a set long).
+#[inline]
+fn to_front(run: &mut [u64], e: u64) {
+    let mut carry = e;
+    for w in run.iter_mut() {
+        carry = std::mem::replace(w, carry);
+    }
+}
+
+/// Bit `w` set for each way `w` of an 8-way set whose entry holds `tag`: `e >> 2 == tag` for the
+/// eight ways at once, without a branch per way (an L1 or L2 hit's way is unpredictable, and a
+/// mispredicted early exit costs more than the eight compares).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn match8(set: &[u64; 8], tag: u64) -> u32 {
+    let mut m = 0;
+    for (w, &e) in set.iter().enumerate() {
+        m |= u32::from(e >> 2 == tag) << w;
+    }
+    m
+}
+
+/// `match8` with SSE2 (part of every x86_64 target): two ways per compare. SSE2 compares 32-bit
+/// lanes, so a way matches where both halves of its masked entry equal those of `tag << 2`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn match8(set: &[u64; 8], tag: u64) -> u32 {
+    use std::arch::x86_64::{
+        _mm_and_si128, _mm_castsi128_pd, _mm_cmpeq_epi32, _mm_movemask_pd, _mm_set1_epi64x,
+        _mm_set_epi64x, _mm_shuffle_epi32,
+    };
+    // An entry keeps 62 bits of `line + 1`: `e >> 2` never equals a larger tag.
+    if tag >> 62 != 0 {
+        return 0;
+    }
+    // SAFETY: these intrinsics only need SSE2, which every x86_64 target has; they read no
+    // memory but their arguments.
+    unsafe {
+        let want = _mm_set1_epi64x((tag << 2) as i64);
+        let keep = _mm_set1_epi64x(!3);
+        let mut m = 0;
+        for i in 0..4 {
+            let pair = _mm_set_epi64x(set[2 * i + 1] as i64, set[2 * i] as i64);
+            let eq = _mm_cmpeq_epi32(_mm_and_si128(pair, keep), want);
+            let eq = _mm_and_si128(eq, _mm_shuffle_epi32::<0b10_11_00_01>(eq));
+            m |= (_mm_movemask_pd(_mm_castsi128_pd(eq)) as u32) << (2 * i);
+        }
+        m
+    }
+}
+
+/// `to_front` of the first `k + 1` ways of an 8-way set, without a branch on `k`.
+#[inline]
+fn to_front8(set: &mut [u64; 8], k: usize, e: u64) {
+    for w in (1..8).rev() {
+        let take = u64::from(w <= k).wrapping_neg();
+        set[w] = (set[w - 1] & take) | (set[w] & !take);
+    }
+    set[0] = e;
+}
+
 impl SetAssoc {
+    /// The 8 ways of the set at `base` when the cache is 8-way.
+    #[inline]
+    fn set8(&mut self, base: usize) -> Option<&mut [u64; 8]> {
+        if self.ways != 8 {
+            return None;
+        }
+        self.entries.get_mut(base..base + 8)?.first_chunk_mut::<8>()
+    }
+
     /// A cache of `size_bytes` with `line_bytes` lines and `ways` ways (0 or more than the lines
     /// means fully associative, capped at 32 ways to keep lookups cheap: an approximation).
     pub fn new(size_bytes: u64, line_bytes: u64, ways: u32) -> Self {
@@ -83,13 +155,32 @@ impl SetAssoc {
     pub fn touch(&mut self, line: u64) -> Option<u8> {
         let base = self.set_of(line);
         let tag = line + 1;
-        let set = &mut self.entries[base..base + self.ways];
-        let k = set.iter().position(|&e| e >> 2 == tag)?;
-        let e = set[k];
-        if k > 0 {
-            set.copy_within(0..k, 1);
-            set[0] = e;
+        if let Some(set) = self.set8(base) {
+            let m = match8(set, tag);
+            if m == 0 {
+                return None;
+            }
+            let k = m.trailing_zeros() as usize;
+            let e = set[k];
+            to_front8(set, k, e);
+            return Some((e & 3) as u8);
         }
+        let set = &mut self.entries[base..base + self.ways];
+        // Larger sets: the 8 most recently used ways (where a hit mostly is, and the first host
+        // cache line of the set) without branches, then the rest one by one.
+        if let Some(head) = set.first_chunk_mut::<8>() {
+            let m = match8(head, tag);
+            if m != 0 {
+                let k = m.trailing_zeros() as usize;
+                let e = head[k];
+                to_front8(head, k, e);
+                return Some((e & 3) as u8);
+            }
+        }
+        let from = if set.len() >= 8 { 8 } else { 0 };
+        let k = from + set[from..].iter().position(|&e| e >> 2 == tag)?;
+        let e = set[k];
+        to_front(&mut set[..=k], e);
         Some((e & 3) as u8)
     }
 
@@ -99,8 +190,19 @@ impl SetAssoc {
     pub fn fill(&mut self, line: u64, state: u8) -> Option<u64> {
         let base = self.set_of(line);
         let tag = line + 1;
-        let set = &mut self.entries[base..base + self.ways];
         let new = tag << 2 | u64::from(state);
+        if let Some(set) = self.set8(base) {
+            let m = match8(set, tag);
+            let last = set[7];
+            let (k, evicted) = if m != 0 {
+                (m.trailing_zeros() as usize, None)
+            } else {
+                (7, (last != 0).then(|| (last >> 2) - 1))
+            };
+            to_front8(set, k, new);
+            return evicted;
+        }
+        let set = &mut self.entries[base..base + self.ways];
         let (k, evicted) = match set.iter().position(|&e| e >> 2 == tag) {
             Some(k) => (k, None),
             None => {
@@ -108,9 +210,20 @@ impl SetAssoc {
                 (set.len() - 1, (last != 0).then(|| (last >> 2) - 1))
             }
         };
-        set.copy_within(0..k, 1);
-        set[0] = new;
+        to_front(&mut set[..=k], new);
         evicted
+    }
+
+    /// `fill` of a line known to be absent (its `touch` just missed): no scan for it. The least
+    /// recently used line is evicted if the set is full.
+    #[inline]
+    pub fn fill_absent(&mut self, line: u64, state: u8) -> Option<u64> {
+        debug_assert!(!self.contains(line), "fill_absent of a present line");
+        let base = self.set_of(line);
+        let set = &mut self.entries[base..base + self.ways];
+        let last = set[set.len() - 1];
+        to_front(set, (line + 1) << 2 | u64::from(state));
+        (last != 0).then(|| (last >> 2) - 1)
     }
 
     /// Sets the state of a present line (no LRU change); false if absent.
@@ -132,12 +245,27 @@ impl SetAssoc {
     pub fn remove(&mut self, line: u64) -> bool {
         let base = self.set_of(line);
         let tag = line + 1;
+        if let Some(set) = self.set8(base) {
+            let m = match8(set, tag);
+            if m == 0 {
+                return false;
+            }
+            let k = m.trailing_zeros() as usize;
+            for w in 0..7 {
+                let take = u64::from(w >= k).wrapping_neg();
+                set[w] = (set[w + 1] & take) | (set[w] & !take);
+            }
+            set[7] = 0;
+            return true;
+        }
         let set = &mut self.entries[base..base + self.ways];
         match set.iter().position(|&e| e >> 2 == tag) {
             Some(k) => {
-                set.copy_within(k + 1.., k);
-                let n = set.len();
-                set[n - 1] = 0;
+                // Shift the less recently used ways up by one, an empty way last.
+                let mut carry = 0;
+                for w in set[k..].iter_mut().rev() {
+                    carry = std::mem::replace(w, carry);
+                }
                 true
             }
             None => false,
@@ -208,5 +336,106 @@ mod tests {
         assert!(!c.contains(0));
         assert_eq!(c.fill(6, SHARED), None); // the freed way is reused
         assert_eq!(c.touch(1), None);
+    }
+
+    #[test]
+    fn issue4_branchless_way_scans_agree_with_a_plain_model() {
+        // 8 ways (branchless throughout), 20 and 16 (branchless over the 8 most recently used
+        // ways of a lookup), 4 and 12: 16 sets each, against a plain model of each set.
+        for ways in [8usize, 20, 16, 4, 12] {
+            let mut c = SetAssoc::new(64 * ways as u64 * 16, 64, ways as u32);
+            assert_eq!(c.set8(0).is_some(), ways == 8);
+            let mut model: Vec<Vec<u64>> = vec![vec![0; ways]; 16];
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            for step in 0..100_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // 3 x ways lines per set, and now and then a line whose tag does not fit 62
+                // bits (as the lines of processes 16 and up, `pi << 58`, do).
+                let line = if x.is_multiple_of(101) {
+                    u64::MAX - 1 - (x >> 8) % 3
+                } else if x.is_multiple_of(103) {
+                    (17 << 58) + (x >> 8) % 40
+                } else {
+                    (x >> 8) % (16 * 3 * ways as u64)
+                };
+                let set = &mut model[(line % 16) as usize];
+                let tag = line.wrapping_add(1);
+                let st = (step % 3) as u8;
+                match x % 5 {
+                    0 | 1 => {
+                        let want = set.iter().position(|&e| e >> 2 == tag).map(|k| {
+                            let e = set[k];
+                            set[..=k].rotate_right(1);
+                            (e & 3) as u8
+                        });
+                        assert_eq!(c.touch(line), want, "touch {step}");
+                    }
+                    2 => {
+                        let ev = match set.iter().position(|&e| e >> 2 == tag) {
+                            Some(k) => {
+                                set[..=k].rotate_right(1);
+                                None
+                            }
+                            None => {
+                                let last = set[ways - 1];
+                                set.rotate_right(1);
+                                (last != 0).then(|| (last >> 2) - 1)
+                            }
+                        };
+                        set[0] = tag << 2 | u64::from(st);
+                        assert_eq!(c.fill(line, st), ev, "fill {step}");
+                    }
+                    3 => {
+                        let present = match set.iter().position(|&e| e >> 2 == tag) {
+                            Some(k) => {
+                                set[k..].rotate_left(1);
+                                set[ways - 1] = 0;
+                                true
+                            }
+                            None => false,
+                        };
+                        assert_eq!(c.remove(line), present, "remove {step}");
+                    }
+                    _ => {
+                        let present = set.iter().any(|&e| e >> 2 == tag);
+                        assert_eq!(c.contains(line), present, "contains {step}");
+                    }
+                }
+                let s = (line % 16) as usize;
+                assert_eq!(
+                    &c.entries[s * ways..(s + 1) * ways],
+                    &model[s][..],
+                    "{ways} ways: set {s} at step {step}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn issue4_fill_absent_equals_fill_of_an_absent_line() {
+        // laso-hpl's L3 shape (20 ways, sets not a power of two) and an 8-way L1.
+        for (size, ways) in [(25 << 20, 20), (32 << 10, 8)] {
+            let mut a = SetAssoc::new(size, 64, ways);
+            let mut b = a.clone();
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for step in 0..100_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let line = (x >> 8) % (4 * size / 64);
+                let st = (step % 3) as u8;
+                let (ta, tb) = (a.touch(line), b.touch(line));
+                assert_eq!(ta, tb);
+                if ta.is_none() {
+                    assert_eq!(a.fill(line, st), b.fill_absent(line, st), "step {step}");
+                } else if x.is_multiple_of(5) {
+                    assert_eq!(a.remove(line), b.remove(line));
+                }
+                assert_eq!(a.lru(line), b.lru(line));
+            }
+            assert_eq!(a.entries, b.entries);
+        }
     }
 }

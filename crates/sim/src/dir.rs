@@ -1,11 +1,14 @@
 //! The coherence directory's storage: one entry per line held somewhere, in a `LineMap` whose slots
-//! are 24 bytes on machines with at most 64 tracked caches and 32 bytes beyond (issue 4).
+//! are 16, 24 or 32 bytes depending on how many caches the machine tracks (issue 4).
 //!
 //! Each simulated LLC miss looks up two or three random directory slots; at memory-sized working sets
 //! the directory (1-2 M slots) is larger than the host's L3, so a smaller slot means fewer host cache
 //! misses. The narrow form keeps the holders in one `u64`: with at most 64 tracked caches every
 //! directory bit is below 64 (bits are assigned in order, `tracked.len() % DIR_BITS`), so the high
 //! word of the wide form is always zero there and the two forms hold the same information exactly.
+//! The packed form goes further where the holder bits (at most 48), the owner (PU index + 1, below
+//! 2^15) and the dirty bit fit together in one `u64` (laso-hpl: 44 holder bits and 40 PUs): a
+//! 16-byte slot with its key.
 
 use crate::linemap::LineMap;
 
@@ -46,15 +49,69 @@ impl Narrow {
     }
 }
 
-/// The directory: narrow when every tracked cache's bit is below 64, wide otherwise.
+/// The layout of the packed form: holders in bits `0..HOLDER_BITS`, the owner in the 15 bits above,
+/// the dirty bit in bit 63 (fixed positions: constant shifts and masks).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Packing;
+
+const HOLDER_BITS: u32 = 48;
+const HOLDERS: u64 = (1 << HOLDER_BITS) - 1;
+const OWNER_BITS: u32 = 15;
+const DIRTY: u64 = 1 << 63;
+
+impl Packing {
+    /// The packing, if `tracked` holder bits and owners up to `max_owner` fit it.
+    fn new(tracked: usize, max_owner: u32) -> Option<Self> {
+        (tracked <= HOLDER_BITS as usize && max_owner < 1 << OWNER_BITS).then_some(Packing)
+    }
+    #[inline]
+    fn unpack(self, v: u64) -> DirEntry {
+        DirEntry {
+            holders: [v & HOLDERS, 0],
+            owner: ((v & !DIRTY) >> HOLDER_BITS) as u32,
+            dirty: v & DIRTY != 0,
+        }
+    }
+    #[inline]
+    fn pack(self, e: DirEntry) -> u64 {
+        debug_assert_eq!(e.holders[1], 0, "packed directory given a bit above 63");
+        debug_assert_eq!(
+            e.holders[0] & !HOLDERS,
+            0,
+            "packed directory given a bit above 47"
+        );
+        debug_assert!(
+            e.owner < 1 << OWNER_BITS,
+            "packed directory given a large owner"
+        );
+        e.holders[0] | u64::from(e.owner) << HOLDER_BITS | if e.dirty { DIRTY } else { 0 }
+    }
+}
+
+/// The directory: packed when holders, owner and dirty bit fit in a `u64`, else narrow when every
+/// tracked cache's bit is below 64, wide otherwise.
 pub(crate) enum Directory {
+    Packed(LineMap<u64>, Packing),
     Narrow(LineMap<Narrow>),
     Wide(LineMap<DirEntry>),
 }
 
 impl Directory {
-    /// A directory for a machine with `tracked` directory bits in use.
-    pub(crate) fn new(tracked: usize) -> Self {
+    /// A directory for a machine with `tracked` directory bits in use and owners (PU index + 1)
+    /// up to `max_owner`.
+    pub(crate) fn new(tracked: usize, max_owner: u32) -> Self {
+        if let Some(p) = Packing::new(tracked, max_owner) {
+            Directory::Packed(LineMap::default(), p)
+        } else if tracked <= 64 {
+            Directory::Narrow(LineMap::default())
+        } else {
+            Directory::Wide(LineMap::default())
+        }
+    }
+
+    /// Only the narrow or wide form, as `new` chose before the packed form existed (for tests).
+    #[cfg(test)]
+    fn unpacked(tracked: usize) -> Self {
         if tracked <= 64 {
             Directory::Narrow(LineMap::default())
         } else {
@@ -66,6 +123,7 @@ impl Directory {
     #[inline]
     pub(crate) fn prefetch(&self, key: u64) {
         match self {
+            Directory::Packed(m, _) => m.prefetch(key),
             Directory::Narrow(m) => m.prefetch(key),
             Directory::Wide(m) => m.prefetch(key),
         }
@@ -74,6 +132,7 @@ impl Directory {
     /// Number of lines present.
     pub(crate) fn len(&self) -> usize {
         match self {
+            Directory::Packed(m, _) => m.len(),
             Directory::Narrow(m) => m.len(),
             Directory::Wide(m) => m.len(),
         }
@@ -83,6 +142,7 @@ impl Directory {
     #[inline]
     pub(crate) fn get(&self, key: u64) -> Option<DirEntry> {
         match self {
+            Directory::Packed(m, p) => m.get(&key).map(|&v| p.unpack(v)),
             Directory::Narrow(m) => m.get(&key).map(|n| n.widen()),
             Directory::Wide(m) => m.get(&key).copied(),
         }
@@ -92,6 +152,7 @@ impl Directory {
     #[inline]
     pub(crate) fn insert(&mut self, key: u64, e: DirEntry) {
         match self {
+            Directory::Packed(m, p) => m.insert(key, p.pack(e)),
             Directory::Narrow(m) => m.insert(key, Narrow::from_wide(e)),
             Directory::Wide(m) => m.insert(key, e),
         }
@@ -101,6 +162,12 @@ impl Directory {
     #[inline]
     pub(crate) fn update<R>(&mut self, key: u64, f: impl FnOnce(&mut DirEntry) -> R) -> Option<R> {
         match self {
+            Directory::Packed(m, p) => m.get_mut(&key).map(|v| {
+                let mut e = p.unpack(*v);
+                let r = f(&mut e);
+                *v = p.pack(e);
+                r
+            }),
             Directory::Narrow(m) => m.get_mut(&key).map(|n| {
                 let mut e = n.widen();
                 let r = f(&mut e);
@@ -115,6 +182,9 @@ impl Directory {
     #[inline]
     pub(crate) fn remove(&mut self, key: u64) {
         match self {
+            Directory::Packed(m, _) => {
+                m.remove(&key);
+            }
             Directory::Narrow(m) => {
                 m.remove(&key);
             }
@@ -131,25 +201,63 @@ mod tests {
 
     #[test]
     fn issue4_narrow_directory_slot_is_24_bytes() {
-        assert_eq!(std::mem::size_of::<Narrow>(), 16);
-        assert_eq!(std::mem::size_of::<DirEntry>(), 24);
+        assert_eq!(LineMap::<Narrow>::slot_bytes(), 24);
+        assert_eq!(LineMap::<DirEntry>::slot_bytes(), 32);
     }
 
     #[test]
     fn issue4_narrow_and_wide_directories_agree() {
-        let mut n = Directory::new(64);
-        let mut w = Directory::new(65);
+        let n = Directory::unpacked(64);
+        let w = Directory::unpacked(65);
         assert!(matches!(n, Directory::Narrow(_)));
         assert!(matches!(w, Directory::Wide(_)));
+        same_under_random_use(n, w, 64, 9);
+    }
+
+    #[test]
+    fn issue4_packed_directory_slot_is_16_bytes_where_it_fits() {
+        assert_eq!(LineMap::<u64>::slot_bytes(), 16);
+        // laso-hpl: 40 private L2s + 4 L3s, owners 1..=40.
+        assert!(matches!(Directory::new(44, 40), Directory::Packed(..)));
+        assert!(matches!(Directory::new(48, 32767), Directory::Packed(..)));
+        assert!(matches!(Directory::new(49, 40), Directory::Narrow(_)));
+        assert!(matches!(Directory::new(20, 32768), Directory::Narrow(_)));
+        assert!(matches!(Directory::new(64, 1), Directory::Narrow(_)));
+        assert!(matches!(Directory::new(65, 1), Directory::Wide(_)));
+    }
+
+    #[test]
+    fn issue4_packed_and_wide_directories_agree() {
+        for (tracked, max_owner) in [(44, 40), (1, 1), (0, 5), (48, 32767), (20, 2000)] {
+            let p = Directory::new(tracked, max_owner);
+            assert!(matches!(p, Directory::Packed(..)), "{tracked} {max_owner}");
+            let w = Directory::unpacked(65);
+            same_under_random_use(p, w, tracked, max_owner);
+        }
+    }
+
+    /// Runs the same random inserts, updates and removals on two directories, with holders below
+    /// bit `tracked` and owners up to `max_owner`, and checks that they give the same entries.
+    fn same_under_random_use(mut n: Directory, mut w: Directory, tracked: usize, max_owner: u32) {
+        let mask = if tracked == 0 {
+            0
+        } else {
+            u64::MAX >> (64 - tracked)
+        };
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for step in 0..50_000u32 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             let key = (x >> 8) % 2000;
+            let owner = match step % 4 {
+                0 => 0,
+                1 => max_owner,
+                _ => (x >> 20) as u32 % (max_owner + 1),
+            };
             let e = DirEntry {
-                holders: [x >> 3, 0],
-                owner: step % 9,
+                holders: [(x >> 3) & mask, 0],
+                owner,
                 dirty: x.is_multiple_of(2),
             };
             match x % 4 {
@@ -164,6 +272,7 @@ mod tests {
                 _ => {
                     let f = |d: &mut DirEntry| {
                         d.holders[0] &= !(1 << (step % 64));
+                        d.owner = d.owner.saturating_sub(1);
                         d.dirty = !d.dirty;
                         d.holders[0]
                     };

@@ -14,6 +14,7 @@ pub mod fabric;
 mod hostmem;
 mod linemap;
 pub mod measure;
+mod pages;
 pub mod report;
 pub mod rng;
 mod sched;

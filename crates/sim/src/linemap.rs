@@ -88,6 +88,12 @@ impl<V: Copy + Default> LineMap<V> {
         crate::hostmem::prefetch(p.wrapping_add((home + 1) & self.mask()));
     }
 
+    /// Bytes per slot (key and value), as the table stores them.
+    #[cfg(test)]
+    pub(crate) fn slot_bytes() -> usize {
+        std::mem::size_of::<Slot<V>>()
+    }
+
     /// Number of keys present.
     pub(crate) fn len(&self) -> usize {
         self.len

@@ -20,7 +20,7 @@ use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
 use crate::config::{defaults, SimConfig};
 use crate::dir::Directory;
 use crate::fabric::{Fabric, LINE};
-use crate::linemap::LineMap;
+use crate::pages::{Page, PageTable};
 use crate::report::{Report, ThreadReport};
 use crate::rng::Rng;
 use crate::stream::{Access, DataPolicy, Op, ProcessSpec};
@@ -130,19 +130,12 @@ struct Thread {
     ops_done: bool,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Page {
-    node: u16,
-    blocked_until: f64,
-    armed: bool,
-}
-
 struct Process {
     pid: u32,
     start: f64,
     policy: DataPolicy,
     page_shift: u32,
-    pages: LineMap<Page>,
+    pages: PageTable,
     /// Present pages in first-touch order (for deterministic iteration).
     page_list: Vec<u64>,
     scan_cursor: u64,
@@ -316,7 +309,7 @@ impl Simulator {
             .as_ref()
             .map(|o| o.interval_ns.max(1) as f64)
             .unwrap_or(f64::INFINITY);
-        let dir = Directory::new(tracked.len());
+        let dir = Directory::new(tracked.len(), pus.len() as u32);
         Simulator {
             machine: machine.clone(),
             rng: Rng::new(cfg.seed),
@@ -410,7 +403,7 @@ impl Simulator {
             start,
             policy: spec.data_policy,
             page_shift,
-            pages: LineMap::default(),
+            pages: PageTable::default(),
             page_list: Vec::new(),
             scan_cursor: u64::MAX,
             armed: 0,
@@ -438,8 +431,11 @@ impl Simulator {
         let first = vaddr >> proc.page_shift;
         let last = (vaddr + len.max(1) - 1) >> proc.page_shift;
         for vp in first..=last {
-            match proc.pages.get_mut(&vp) {
-                Some(pg) => pg.node = ni as u16,
+            match proc.pages.get(vp) {
+                Some(mut pg) => {
+                    pg.node = ni as u16;
+                    proc.pages.insert(vp, pg);
+                }
                 None => {
                     proc.pages.insert(
                         vp,
@@ -572,9 +568,10 @@ impl Simulator {
                     self.rng.below(n) as usize
                 };
                 let vp = self.procs[pi].page_list[i];
-                if let Some(pg) = self.procs[pi].pages.get_mut(&vp) {
+                if let Some(mut pg) = self.procs[pi].pages.get(vp) {
                     if !pg.armed {
                         pg.armed = true;
+                        self.procs[pi].pages.insert(vp, pg);
                         self.procs[pi].armed += 1;
                     }
                 }
@@ -964,13 +961,15 @@ impl Simulator {
     fn induced_fault(&mut self, ti: usize, p: usize, t: f64, vaddr: u64) -> f64 {
         let pi = self.threads[ti].proc;
         let pr = &mut self.procs[pi];
-        let Some(pg) = pr.pages.get_mut(&(vaddr >> pr.page_shift)) else {
+        let vp = vaddr >> pr.page_shift;
+        let Some(mut pg) = pr.pages.get(vp) else {
             return 0.0;
         };
         if !pg.armed {
             return 0.0;
         }
         pg.armed = false;
+        pr.pages.insert(vp, pg);
         pr.armed -= 1;
         self.record_sample(ti, p, t, vaddr, AccessKind::Fault, None);
         self.cfg
@@ -1040,7 +1039,7 @@ impl Simulator {
             if !a.write && pos < pu.n_private {
                 for q in 0..pos {
                     let k = self.pus[p].path[q];
-                    self.caches[k].cache.fill(key, SHARED);
+                    self.caches[k].cache.fill_absent(key, SHARED);
                 }
                 return (lat, 0.0);
             }
@@ -1171,10 +1170,19 @@ impl Simulator {
             upto = hit.unwrap_or(self.pus[p].path.len());
         }
         self.dir.insert(key, ne);
+        // The levels before the one that hit (all, on a miss) were probed by `access` and do not
+        // hold the line; nothing since has put it there (invalidations and evictions only remove).
+        let missed = hit.unwrap_or(usize::MAX);
         for pos in 0..upto.min(self.pus[p].path.len()) {
             let k = self.pus[p].path[pos];
             let st = if pos == 0 { l1_state } else { SHARED };
-            if let Some(ev) = self.caches[k].cache.fill(key, st) {
+            let c = &mut self.caches[k].cache;
+            let ev = if pos < missed {
+                c.fill_absent(key, st)
+            } else {
+                c.fill(key, st)
+            };
+            if let Some(ev) = ev {
                 self.evicted(k, ev, t);
             }
         }
@@ -1219,7 +1227,7 @@ impl Simulator {
         let pi = (key >> ASID_SHIFT) as usize;
         let Some(pr) = self.procs.get(pi) else { return };
         let vp = ((key & LINE_MASK) << 6) >> pr.page_shift;
-        let Some(pg) = pr.pages.get(&vp) else { return };
+        let Some(pg) = pr.pages.get(vp) else { return };
         let home = usize::from(pg.node);
         self.stats.writebacks += 1;
         // Writebacks occupy the queues (so reads behind them wait) but nobody waits for them: their
@@ -1240,7 +1248,7 @@ impl Simulator {
         let vp = vaddr >> pr.page_shift;
         let mut stall = 0.0;
         let mut fault = false;
-        let home = match pr.pages.get_mut(&vp) {
+        let home = match pr.pages.get(vp) {
             Some(pg) => {
                 if pg.blocked_until > t {
                     stall += pg.blocked_until - t;
@@ -1397,7 +1405,7 @@ impl Simulator {
     pub(crate) fn page_node(&self, pi: usize, vaddr: u64) -> Option<u32> {
         let pr = &self.procs[pi];
         pr.pages
-            .get(&(vaddr >> pr.page_shift))
+            .get(vaddr >> pr.page_shift)
             .map(|pg| self.machine.nodes[usize::from(pg.node)].id)
     }
 
@@ -1460,7 +1468,7 @@ impl Simulator {
         let lines = (1u64 << shift) / LINE as u64;
         for &va in vaddrs {
             let vp = va >> shift;
-            let Some(pg) = self.procs[pi].pages.get(&vp).copied() else {
+            let Some(mut pg) = self.procs[pi].pages.get(vp) else {
                 out.failed
                     .push((va, numaff_engine::PageMoveFailure::NotPresent));
                 continue;
@@ -1476,10 +1484,9 @@ impl Simulator {
             let done =
                 self.fabric.copy(t, usize::from(pg.node), ni, lines) + self.cfg.migration_page_ns;
             t = done;
-            if let Some(pg) = self.procs[pi].pages.get_mut(&vp) {
-                pg.node = ni as u16;
-                pg.blocked_until = done;
-            }
+            pg.node = ni as u16;
+            pg.blocked_until = done;
+            self.procs[pi].pages.insert(vp, pg);
             out.moved += 1;
             out.bytes += 1 << shift;
             self.stats.page_migrations += 1;
