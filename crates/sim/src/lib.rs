@@ -25,5 +25,5 @@ pub use config::{EnergyModel, HwSampling, InducedFaults, OsScheduler, SimConfig}
 pub use measure::{measure, Measurement};
 pub use report::{Report, ThreadReport};
 pub use sched::os_placement;
-pub use sim::Simulator;
+pub use sim::{Simulator, MAX_PROCESSES};
 pub use stream::{Access, DataPolicy, Op, ProcessSpec, ThreadSpec};

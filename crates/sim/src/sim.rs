@@ -50,6 +50,10 @@ type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 /// Bits of a line key holding the line number; the bits above hold the address space.
 const ASID_SHIFT: u32 = 58;
 const LINE_MASK: u64 = (1 << ASID_SHIFT) - 1;
+/// Most processes a simulation holds: a cache entry keeps 62 bits of `key + 1` (its two low bits
+/// are the line state), so the address space above [`ASID_SHIFT`] has 4 bits. A 17th process's
+/// lines would be stored truncated and never hit (found in issue 4's speed round).
+pub const MAX_PROCESSES: usize = 1 << (62 - ASID_SHIFT);
 /// Tracked cache instances that get their own directory bit; more alias (costing only precision).
 const DIR_BITS: usize = 128;
 /// How many ops a thread pulls ahead of the one it runs. Pulling ahead changes nothing simulated
@@ -342,8 +346,10 @@ impl Simulator {
     pub fn spawn(&mut self, spec: ProcessSpec) -> Result<u32, String> {
         let pid = 1000 + 100 * self.procs.len() as u32;
         let pi = self.procs.len();
-        if pi as u64 >= 1 << (64 - ASID_SHIFT) {
-            return Err("too many processes for the simulator (64 at most)".into());
+        if pi >= MAX_PROCESSES {
+            return Err(format!(
+                "too many processes for the simulator ({MAX_PROCESSES} at most)"
+            ));
         }
         let node_ok = |id: u32| self.machine.node_index(id).is_some();
         match &spec.data_policy {

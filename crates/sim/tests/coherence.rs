@@ -76,3 +76,31 @@ fn writes_invalidate_other_copies_and_ping_pong() {
     let l1 = 4.0 * 1e3 / 2100.0;
     assert_eq!(latencies_of(&s, 0)[1], l1);
 }
+
+/// A cache entry keeps 62 bits of its line key, whose bits from 58 up name the process: the
+/// simulator takes at most 16 processes, and the 16th one's lines hit the caches like the first's
+/// (the 17th is refused instead of never hitting).
+#[test]
+fn issue4_sixteen_processes_hit_their_caches_and_a_seventeenth_is_refused() {
+    let m = catalog::load("laso-hpl").unwrap();
+    let mut sim = Simulator::new(&m, SimConfig::default());
+    for i in 0..numaff_sim::MAX_PROCESSES as u32 {
+        let ops = vec![Op::Access(Access::read(X)), Op::Access(Access::read(X))];
+        let spec = ProcessSpec::new("p", DataPolicy::FirstTouch).thread(ThreadSpec::new(
+            "t",
+            i % 8,
+            ops.into_iter(),
+        ));
+        sim.spawn(spec).unwrap();
+    }
+    let extra = ProcessSpec::new("p", DataPolicy::FirstTouch).thread(ThreadSpec::new(
+        "t",
+        0,
+        vec![Op::Access(Access::read(X))].into_iter(),
+    ));
+    let e = sim.spawn(extra).unwrap_err();
+    assert!(e.contains("16 at most"), "{e}");
+    let r = sim.run();
+    // Each process's second read hits its L1.
+    assert_eq!(r.cache_hits[0], 16, "L1 hits: {:?}", r.cache_hits);
+}
