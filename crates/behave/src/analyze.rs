@@ -192,6 +192,10 @@ pub struct Analysis {
     pub event_bins: Vec<EventBin>,
     /// The clustering of event times.
     pub clustering: Clustering,
+    /// DeLocProf's groups of concurrently communicating pairs (002 §3.3.2), one per cluster of
+    /// `clustering`, heaviest pair first: the input of DeLocMap. None when the trace had more than
+    /// [`MAX_BIN_PAIRS`] (time bin, pair) combinations.
+    pub groups: Option<Vec<Vec<PairBytes>>>,
     /// Sampled memory volume (MemV), bytes.
     pub mem_volume: f64,
     /// DeLocProf metrics.
@@ -261,12 +265,37 @@ struct EventStats {
     matrix: Vec<Vec<f64>>,
     bin_events: Vec<u64>,
     bin_tasks: HashMap<usize, Vec<u64>>,
+    /// Bytes per task pair (a < b) in each time bin, for the groups of concurrent pairs; None once
+    /// [`MAX_BIN_PAIRS`] entries were exceeded.
+    bin_pairs: Option<HashMap<usize, PairVolumes>>,
+    bin_pair_entries: usize,
     intervals: BTreeMap<u64, HashMap<(usize, usize), f64>>,
     events: u64,
 }
 
+/// Bytes per task pair (a < b).
+type PairVolumes = HashMap<(u32, u32), f64>;
+
+/// Most (time bin, pair) entries kept for the groups of concurrent pairs (about 48 bytes each):
+/// beyond, the analysis reports no groups rather than use unbounded memory.
+pub const MAX_BIN_PAIRS: usize = 4 << 20;
+
+/// A pair of tasks (a < b, indexes in the analysis's task order) and the bytes they exchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PairBytes {
+    /// First task.
+    pub a: usize,
+    /// Second task.
+    pub b: usize,
+    /// Bytes exchanged.
+    pub bytes: f64,
+}
+
 /// What [`EventStats::finish`] computes.
 struct EventSummary {
+    /// DeLocProf's groups of concurrently communicating pairs (002 §3.3.2): per cluster of event
+    /// times, the pairs that communicated in it, heaviest first.
+    groups: Option<Vec<Vec<PairBytes>>>,
     matrix: Vec<Vec<f64>>,
     events: u64,
     bin_ns: u64,
@@ -305,6 +334,8 @@ impl EventStats {
             matrix: vec![vec![0.0; tasks]; tasks],
             bin_events: vec![0; TIME_BINS + 1],
             bin_tasks: HashMap::new(),
+            bin_pairs: Some(HashMap::new()),
+            bin_pair_entries: 0,
             intervals: BTreeMap::new(),
             events: 0,
         }
@@ -325,6 +356,17 @@ impl EventStats {
         let set = self.bin_tasks.entry(b).or_insert_with(|| vec![0; words]);
         set[from / 64] |= 1 << (from % 64);
         set[to / 64] |= 1 << (to % 64);
+        if let Some(bins) = &mut self.bin_pairs {
+            let key = (from.min(to) as u32, from.max(to) as u32);
+            let cell = bins.entry(b).or_default().entry(key).or_insert_with(|| {
+                self.bin_pair_entries += 1;
+                0.0
+            });
+            *cell += bytes;
+            if self.bin_pair_entries > MAX_BIN_PAIRS {
+                self.bin_pairs = None;
+            }
+        }
         *self
             .intervals
             .entry(since / self.interval_ns)
@@ -388,7 +430,37 @@ impl EventStats {
             }
             previous = Some(seq);
         }
+        // Groups: the pairs of each cluster's bins, summed.
+        let groups = self.bin_pairs.map(|bins| {
+            let mut per: Vec<PairVolumes> = vec![HashMap::new(); clustering.k];
+            for (&b, &c) in nonempty.iter().zip(&clustering.assignment) {
+                if let (Some(pairs), Some(g)) = (bins.get(&b), per.get_mut(c)) {
+                    for (&k, &v) in pairs {
+                        *g.entry(k).or_insert(0.0) += v;
+                    }
+                }
+            }
+            per.into_iter()
+                .map(|g| {
+                    let mut v: Vec<PairBytes> = g
+                        .into_iter()
+                        .map(|((a, b), bytes)| PairBytes {
+                            a: a as usize,
+                            b: b as usize,
+                            bytes,
+                        })
+                        .collect();
+                    v.sort_by(|x, y| {
+                        y.bytes
+                            .total_cmp(&x.bytes)
+                            .then((x.a, x.b).cmp(&(y.a, y.b)))
+                    });
+                    v
+                })
+                .collect()
+        });
         EventSummary {
+            groups,
             matrix: self.matrix,
             events: self.events,
             bin_ns,
@@ -574,6 +646,7 @@ where
         bin_ns: ev.bin_ns,
         event_bins: ev.event_bins,
         clustering: ev.clustering,
+        groups: ev.groups,
         mem_volume,
         metrics,
         class,
@@ -662,6 +735,7 @@ pub fn analyze_messages(messages: &[CommEvent], cfg: &AnalyzeConfig) -> Analysis
         bin_ns: ev.bin_ns,
         event_bins: ev.event_bins,
         clustering: ev.clustering,
+        groups: ev.groups,
         mem_volume: 0.0,
         metrics,
         class,
@@ -982,5 +1056,46 @@ mod tests {
         assert!(a.communication_matrix.is_empty());
         assert_eq!(a.clustering.k, 0);
         assert_eq!(a.pages.pages, 0);
+    }
+
+    /// DeLocProf's groups (002 §3.3.2): two phases of messages, a ring then pairs (i, i+4), give
+    /// two clusters whose groups hold exactly the pairs of their phase with their bytes.
+    #[test]
+    fn issue6_groups_of_concurrent_pairs_follow_the_clusters() {
+        let mut m = Vec::new();
+        for k in 0..10u64 {
+            for i in 0..8usize {
+                m.push(CommEvent {
+                    time_ns: k * 1000 + i as u64,
+                    from: i,
+                    to: (i + 1) % 8,
+                    bytes: 100,
+                });
+                m.push(CommEvent {
+                    time_ns: 50_000_000 + k * 1000 + i as u64,
+                    from: i,
+                    to: (i + 4) % 8,
+                    bytes: 10,
+                });
+            }
+        }
+        m.sort_by_key(|e| e.time_ns);
+        let a = analyze_messages(&m, &AnalyzeConfig::default());
+        assert_eq!(a.clustering.k, 2);
+        let g = a.groups.expect("groups");
+        assert_eq!(g.len(), 2);
+        let pairs = |grp: &[PairBytes]| {
+            let mut v: Vec<(usize, usize, f64)> = grp.iter().map(|p| (p.a, p.b, p.bytes)).collect();
+            v.sort_by_key(|x| (x.0, x.1));
+            v
+        };
+        let mut ring: Vec<(usize, usize, f64)> = (0..8)
+            .map(|i| (i.min((i + 1) % 8), i.max((i + 1) % 8), 1000.0))
+            .collect();
+        ring.sort_by_key(|x| (x.0, x.1));
+        assert_eq!(pairs(&g[0]), ring);
+        // (i, i+4) and (i+4, i) are one pair: 2 x 10 messages of 10 bytes.
+        let across: Vec<(usize, usize, f64)> = (0..4).map(|i| (i, i + 4, 200.0)).collect();
+        assert_eq!(pairs(&g[1]), across);
     }
 }

@@ -64,6 +64,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
             "events": a.events,
             "clusters": a.clustering.k,
             "cluster_means_ns": a.clustering.means,
+            "groups": a.groups,
             "metrics": a.metrics,
             "class": a.class,
             "advice": a.advice,

@@ -173,8 +173,9 @@ pub fn run(args: &MapArgs) -> Result<()> {
         ),
     };
     let current = traced.as_ref().and_then(|t| t.current.as_ref());
+    let groups = traced.as_ref().and_then(|t| t.groups.as_deref());
     let tree = Tree::from_machine(&machine);
-    let run_one = |a: Algorithm| figures(a, &machine, &tree, &comm, current, args.seed);
+    let run_one = |a: Algorithm| figures(a, &machine, &tree, &comm, current, groups, args.seed);
 
     if args.compare {
         let results: Vec<Figures> = Algorithm::ALL.iter().map(|&a| run_one(a)).collect();
@@ -348,13 +349,16 @@ fn host_name(args: &MapArgs) -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// What `--trace` gives: the communication matrix of the trace's threads (or MPI ranks), their
-/// ids in trace order (ascending pid, then tid), and the current placement (each thread's cpu at
+/// What `--trace` gives: the communication matrix of the trace's threads (or MPI ranks), the
+/// groups of pairs that communicate at the same time (for deloc), their ids in trace order
+/// (ascending pid, then tid), and the current placement (each thread's cpu at
 /// its last sample) when the trace was recorded on `machine` (same fingerprint) and every such cpu
 /// is one of its PUs.
 #[derive(Clone)]
 struct TraceInput {
     comm: CommMatrix,
+    /// DeLocProf's groups of concurrently communicating pairs (one per cluster in time), for deloc.
+    groups: Option<Vec<Vec<numaff_policy::deloc::Pair>>>,
     tids: Vec<u32>,
     /// "threads", or "MPI ranks" for a message trace.
     kind: &'static str,
@@ -409,8 +413,22 @@ fn load_trace(path: &std::path::Path, machine: &Machine) -> Result<TraceInput> {
     }
     let comm = CommMatrix::from_rows(&a.communication_matrix)
         .with_context(|| format!("{}: the trace's matrix is not square", path.display()))?;
+    let groups = a.groups.as_ref().map(|gs| {
+        gs.iter()
+            .map(|g| {
+                g.iter()
+                    .map(|p| numaff_policy::deloc::Pair {
+                        a: p.a,
+                        b: p.b,
+                        comm: p.bytes,
+                    })
+                    .collect()
+            })
+            .collect()
+    });
     Ok(TraceInput {
         comm,
+        groups,
         tids: a.threads.iter().map(|t| t.tid).collect(),
         kind: if message_trace {
             "MPI ranks"
@@ -427,11 +445,13 @@ fn figures(
     tree: &Tree,
     comm: &CommMatrix,
     current: Option<&Placement>,
+    groups: Option<&[Vec<numaff_policy::deloc::Pair>]>,
     seed: u64,
 ) -> Figures {
     let mut input = MapInput::with_comm(machine, comm);
     input.seed = seed;
     input.current = current;
+    input.groups = groups;
     match numaff_policy::map(algo, &input) {
         Ok(p) => Figures {
             algorithm: algo.name().to_string(),

@@ -384,3 +384,63 @@ fn issue6_map_from_a_trace() {
         .failure()
         .stderr(predicate::str::contains("no samples"));
 }
+
+/// `--trace` feeds deloc DeLocProf's groups of concurrent pairs: MPI messages where ranks (0,1),
+/// (2,3), (4,5), (6,7) exchange at the same time, then (0,2) and (4,6) later. DeLocMap puts each
+/// pair of the first group on one node and the four pairs on four different nodes (002 §3.3.3:
+/// concurrent communication spread over the memory controllers).
+#[test]
+fn issue6_deloc_from_a_trace_spreads_concurrent_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.csv");
+    let mut text = String::from("time_ns,sender,receiver,bytes\n");
+    for k in 0..20u64 {
+        for i in [0u64, 2, 4, 6] {
+            text.push_str(&format!("{},{i},{},10000\n", k * 1000 + i, i + 1));
+        }
+    }
+    for k in 0..20u64 {
+        for (a, b) in [(0, 2), (4, 6)] {
+            text.push_str(&format!("{},{a},{b},100\n", 90_000_000 + k * 1000 + a));
+        }
+    }
+    std::fs::write(&path, text).unwrap();
+    let out = numaff()
+        .args([
+            "map",
+            "--algo",
+            "deloc",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--json",
+            "--trace",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nodes: Vec<u32> = serde_json::from_value(v["nodes"].clone()).unwrap();
+    let pair_nodes: Vec<u32> = [0, 2, 4, 6]
+        .iter()
+        .map(|&i| {
+            assert_eq!(
+                nodes[i],
+                nodes[i + 1],
+                "pair ({i}, {}) split: {nodes:?}",
+                i + 1
+            );
+            nodes[i]
+        })
+        .collect();
+    let distinct: std::collections::BTreeSet<u32> = pair_nodes.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        4,
+        "concurrent pairs share a node: {nodes:?}"
+    );
+}
