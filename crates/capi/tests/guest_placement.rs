@@ -173,6 +173,32 @@ fn check_guest(nodes: usize, cpus_per_node: usize) {
             );
         }
     }
+    // The pin schedule puts the threads (as many as cpus, each its own core here) on distinct cpus.
+    let pinned: std::collections::BTreeSet<u32> =
+        r.threads["THREAD"].values().map(|l| l.cpu).collect();
+    assert_eq!(pinned.len() as u32, t, "one thread per cpu: {out}");
+    // cyclic_block with no block size: rows / threads (64 / T pages) per block.
+    expect(
+        &r,
+        "cyclic_block_auto",
+        |i| map::cyclic_block(i, map::auto_block_rows(NPAGES, t), m),
+        out,
+    );
+    // The statistics list the fresh skew_mapp array with the pages per node the kernel reports.
+    let fresh = &r.policies["skew_mapp_fresh"];
+    let per_node: Vec<String> = r
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let c = fresh.iter().filter(|x| **x == *n as i32).count();
+            (c > 0).then(|| format!("node{n} {c}"))
+        })
+        .collect();
+    let stats = format!(
+        "[64] x 4096 B, 64 pages, skew_mapp: {}",
+        per_node.join(", ")
+    );
+    assert!(out.contains(&stats), "no '{stats}' in\n{out}");
     // The user's mapping reverses the threads, so the blocks are where the pin schedule's were,
     // in reverse order of threads: the two placements differ.
     assert_ne!(
@@ -263,4 +289,43 @@ fn placement_in_a_four_node_guest() {
 #[test]
 fn issue7_placement_in_a_six_node_guest() {
     check_guest(6, 1);
+}
+
+/// bind_all "fills the first node before the next": in a 2-node x 256 MiB guest, a 320 MiB array
+/// bound to nodes {0, 1} does not fit in node 0's free memory; its pages must be a prefix on node 0
+/// (as much as node 0 holds) and the rest on node 1, every page present.
+#[test]
+fn issue7_bind_all_fills_the_first_node_before_the_next() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = dir.path().join("fill");
+    common::compile(&common::crate_dir().join("tests/c/fill.c"), &exe, &[]);
+    let guest = Guest::new(2, 1, 256).timeout(120).file(&exe, "/fill");
+    let run = guest
+        .run(&["/fill", "320"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = run.output.as_str();
+    assert_eq!(run.exit_code, 0, "{out}");
+    assert!(out.contains("BIND_ALL rc 0 "), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("FILL "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let w: Vec<i64> = line
+        .split_whitespace()
+        .skip(1)
+        .step_by(2)
+        .zip(line.split_whitespace().skip(2).step_by(2))
+        .map(|(_, v)| v.parse().unwrap())
+        .collect();
+    println!("{line}");
+    let [pages, node0, node1, other, last0, first1] = w[..] else {
+        panic!("{line}")
+    };
+    assert_eq!(pages, 320 * 256, "{line}");
+    assert_eq!(other, 0, "every page present on node 0 or 1: {line}");
+    assert_eq!(node0 + node1, pages, "{line}");
+    // Node 0 (256 MiB, less the guest's own memory) cannot hold 320 MiB: both nodes are used.
+    assert!(node0 > pages / 4 && node1 > 0, "{line}");
+    // Node 0's pages are exactly the first ones.
+    assert_eq!((last0, first1), (node0 - 1, node0), "{line}\n{out}");
 }

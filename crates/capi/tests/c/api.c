@@ -75,6 +75,7 @@ int main(void) {
   EXPECT(numaff_migrate(a, 50000, 0, &n0, 1) == 0);
   EXPECT(numaff_pages_on_node(a, n0) >= 98);
   EXPECT(numaff_migrate(a, 0, SIZE_MAX, &n0, 1) == 0); /* nrows past the end: to the end */
+  EXPECT(numaff_pages_on_node(a, n0) == 196);            /* the whole array */
   EXPECT(numaff_migrate_cols(a, 0, 0, &n0, 1) == NUMAFF_EINVAL); /* 1-D: no columns */
   EXPECT(strstr(numaff_last_error(), "1-D") != NULL);
   EXPECT(numaff_migrate_cols(b, 300, 1, &n0, 1) == NUMAFF_EINVAL);

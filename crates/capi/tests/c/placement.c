@@ -107,6 +107,8 @@ int main(void) {
   check(numaff_bind_block(arr), "bind_block");
   show("bind_block");
   run_threads("THREAD", nthreads);
+  check(numaff_cyclic_block(arr, 0), "cyclic_block auto");
+  show("cyclic_block_auto");
 
   /* The user's mapping: thread t on the (n-1-t)-th cpu; bind_block follows it. */
   int cpus[64];
