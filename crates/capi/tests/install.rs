@@ -40,6 +40,32 @@ fn issue7_make_install_then_build_with_pkg_config_static_and_cmake() {
         assert!(prefix.join(f).exists(), "{f} not installed");
     }
 
+    // The same layout from the repository root's `make install PREFIX=DIR`.
+    let root_prefix = dir.path().join("root-prefix");
+    let profile = common::profile_dir();
+    run(Command::new("make")
+        .arg("-C")
+        .arg(common::crate_dir().join("../.."))
+        .arg("install")
+        .arg(format!("PREFIX={}", root_prefix.display()))
+        .arg(format!(
+            "PROFILE={}",
+            profile.file_name().unwrap().to_str().unwrap()
+        ))
+        .env("CARGO_TARGET_DIR", profile.parent().unwrap().as_os_str()));
+    for f in [
+        "include/numaff.h",
+        "lib/libnumaff.so",
+        "lib/libnumaff.a",
+        "lib/pkgconfig/numaff.pc",
+        "lib/cmake/numaff/numaffConfig.cmake",
+    ] {
+        assert!(
+            root_prefix.join(f).exists(),
+            "{f} not installed by the root make"
+        );
+    }
+
     // pkg-config
     let src = dir.path().join("prog.c");
     std::fs::write(&src, PROGRAM).unwrap();
