@@ -141,6 +141,14 @@ int numaff_random_block(void *array, size_t block_rows);
  * NUMAFF_ENODE. */
 int numaff_migrate(void *array, size_t first_row, size_t nrows, const int *nodes, int nnodes);
 
+/* Moves columns [first_col, first_col + ncols) (ncols 0: to the end) of every row of a 2-D or 3-D
+ * array onto the nnodes nodes given, the columns split in contiguous equal parts (part p on
+ * nodes[p]). Columns are the second dimension (cols of a rows x cols array, ny of nx x ny x nz).
+ * Placement is per page: a page holding elements of the columns moves with them (with the other
+ * columns it holds), a page holding elements of several parts goes to the first part's node.
+ * Extra errors: NUMAFF_EINVAL (1-D array, first_col past the end, no node), NUMAFF_ENODE. */
+int numaff_migrate_cols(void *array, size_t first_col, size_t ncols, const int *nodes, int nnodes);
+
 /* ---- Thread scheduling (for the bind policies) ---- */
 
 /* The thread count the block policies assume (0: back to OMP_NUM_THREADS / the cpu count).

@@ -429,7 +429,7 @@ impl Library {
         let last = if nrows == 0 {
             rows
         } else {
-            (first_row + nrows).min(rows)
+            first_row.saturating_add(nrows).min(rows)
         };
         let rb = a.row_bytes();
         let first_page = first_row * rb / self.page;
@@ -444,18 +444,77 @@ impl Library {
         r
     }
 
-    /// Places pages first_page.. of `a` on `targets`: absent pages are faulted in on their node
-    /// (a placement thread with a preferred-node policy, MADV_POPULATE_WRITE), present ones moved
-    /// with move_pages; then the range is bound (MPOL_BIND over the library's nodes, nothing moved)
-    /// so that the kernel's NUMA balancing leaves the pages where they are.
+    /// Moves columns [first_col, first_col + ncols) (ncols 0: to the end) of every row of a 2-D or
+    /// 3-D array onto `nodes`, in contiguous equal parts of the columns (map::column_pages).
+    pub fn migrate_cols(
+        &mut self,
+        addr: usize,
+        first_col: u64,
+        ncols: u64,
+        nodes: &[u32],
+    ) -> Result<()> {
+        let a = self.array(addr)?.clone();
+        if a.dims.len() < 2 {
+            return Err(Error::new(
+                EINVAL,
+                "a 1-D array has no columns: use numaff_migrate for its rows",
+            ));
+        }
+        let cols = a.dims[1];
+        if first_col >= cols || nodes.is_empty() {
+            return Err(Error::new(
+                EINVAL,
+                format!("columns from {first_col} of an array of {cols} columns"),
+            ));
+        }
+        let last = if ncols == 0 {
+            cols
+        } else {
+            first_col.saturating_add(ncols).min(cols)
+        };
+        let col_bytes = a.dims[2..].iter().product::<u64>() * a.elem_size;
+        let moved = map::column_pages(
+            a.rows(),
+            a.row_bytes(),
+            col_bytes,
+            first_col,
+            last - first_col,
+            nodes.len() as u32,
+            self.page,
+        );
+        let idx: Vec<u64> = moved.iter().map(|(p, _)| *p).collect();
+        let targets: Vec<u32> = moved.iter().map(|(_, n)| nodes[*n as usize]).collect();
+        let r = self.place_pages(&a, &idx, &targets);
+        if let Some(arr) = self.arrays.get_mut(&addr) {
+            arr.policy = Policy::Migrated;
+        }
+        r
+    }
+
+    /// Places pages first_page.. of `a` on `targets` (see [`Library::place_pages`]).
     fn place(&mut self, a: &Array, first_page: u64, targets: &[u32]) -> Result<()> {
-        let base = a.addr as u64 + first_page * self.page;
-        let addrs: Vec<u64> = (0..targets.len() as u64)
-            .map(|i| base + i * self.page)
-            .collect();
-        let len = targets.len() as u64 * self.page;
+        let idx: Vec<u64> = (first_page..first_page + targets.len() as u64).collect();
+        self.place_pages(a, &idx, targets)
+    }
+
+    /// Places the pages `idx` (indices, increasing) of `a` on `targets`: absent pages are faulted
+    /// in on their node (a placement thread with a preferred-node policy, MADV_POPULATE_WRITE),
+    /// present ones moved with move_pages; then each run of pages is bound (MPOL_BIND over the
+    /// library's nodes, nothing moved) so that the kernel's NUMA balancing leaves them where they are.
+    fn place_pages(&mut self, a: &Array, idx: &[u64], targets: &[u32]) -> Result<()> {
+        let addrs: Vec<u64> = idx.iter().map(|p| a.addr as u64 + p * self.page).collect();
+        // Runs of consecutive pages: (first address, bytes).
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for &ad in &addrs {
+            match runs.last_mut() {
+                Some((start, len)) if *start + *len == ad => *len += self.page,
+                _ => runs.push((ad, self.page)),
+            }
+        }
         // A range policy would win over the placement thread's policy: clear it first.
-        policy::mbind(base, len, Mode::Default, 0, &CpuSet::new(), 0)?;
+        for (start, len) in &runs {
+            policy::mbind(*start, *len, Mode::Default, 0, &CpuSet::new(), 0)?;
+        }
         let before = pages::query(0, &addrs)?;
         let mut absent: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
         for (i, s) in before.status.iter().enumerate() {
@@ -481,7 +540,9 @@ impl Library {
         )?;
         self.migrated_pages += progress.counts.moved;
         let nodes: CpuSet = self.nodes.iter().copied().collect();
-        policy::mbind(base, len, Mode::Bind, 0, &nodes, 0)?;
+        for (start, len) in &runs {
+            policy::mbind(*start, *len, Mode::Bind, 0, &nodes, 0)?;
+        }
         let c = &progress.counts;
         let off = targets.len() as u64 - c.on_target();
         if off > 0 {

@@ -254,6 +254,28 @@ pub unsafe extern "C" fn numaff_migrate(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn numaff_migrate_cols(
+    array: *mut c_void,
+    first_col: usize,
+    ncols: usize,
+    nodes: *const c_int,
+    nnodes: c_int,
+) -> c_int {
+    code(with_lib(|l| {
+        let a = addr(array)?;
+        let nodes = slice(nodes, nnodes)?;
+        if nodes.is_empty() {
+            return Err(Error::new(
+                EINVAL,
+                "numaff_migrate_cols needs at least one node",
+            ));
+        }
+        let nodes = l.check_nodes(nodes)?;
+        l.migrate_cols(a, first_col as u64, ncols as u64, &nodes)
+    }))
+}
+
+#[no_mangle]
 pub extern "C" fn numaff_set_threads(nthreads: c_int) -> c_int {
     code(with_lib(|l| {
         if nthreads < 0 {

@@ -110,6 +110,39 @@ pub fn bind_all(i: u64, capacity: &[u64]) -> u32 {
     capacity.len().saturating_sub(1) as u32
 }
 
+/// The pages a column migration moves, with the part (index into the nodes given) each goes to:
+/// columns [first_col, first_col + ncols) of each of `rows` rows (`row_bytes` bytes, columns of
+/// `col_bytes`) are split into `parts` contiguous equal parts of columns (the last may be
+/// shorter); every page holding an element of part p goes to part p, a page holding elements of
+/// several parts to the first of them. Sorted by page.
+pub fn column_pages(
+    rows: u64,
+    row_bytes: u64,
+    col_bytes: u64,
+    first_col: u64,
+    ncols: u64,
+    parts: u32,
+    page: u64,
+) -> Vec<(u64, u32)> {
+    let per = ncols.div_ceil(u64::from(parts.max(1))).max(1);
+    let mut out: std::collections::BTreeMap<u64, u32> = std::collections::BTreeMap::new();
+    for r in 0..rows {
+        for p in 0..u64::from(parts.max(1)) {
+            let c0 = first_col + p * per;
+            let c1 = (c0 + per).min(first_col + ncols);
+            if c0 >= c1 {
+                break;
+            }
+            let start = r * row_bytes + c0 * col_bytes;
+            let end = r * row_bytes + c1 * col_bytes;
+            for pg in start / page..=(end - 1) / page {
+                out.entry(pg).or_insert(p as u32);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
 /// SplitMix64: a well-mixed 64-bit value from `x`.
 pub fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -230,6 +263,23 @@ mod tests {
         assert_eq!(auto_block_rows(1000, 4), 250);
         assert_eq!(auto_block_rows(1001, 4), 251);
         assert_eq!(auto_block_rows(3, 8), 1);
+    }
+
+    /// 8 rows of 4 pages (2048 doubles): columns 512.. split over 2 nodes: pages 1 and 2 of each
+    /// row to the first part (page 2 holds both parts), page 3 to the second; page 0 stays.
+    #[test]
+    fn issue7_column_pages_of_a_2d_array() {
+        let got = column_pages(8, 16384, 8, 512, 1536, 2, 4096);
+        let want: Vec<(u64, u32)> = (0..8u64)
+            .flat_map(|r| [(r * 4 + 1, 0), (r * 4 + 2, 0), (r * 4 + 3, 1)])
+            .collect();
+        assert_eq!(got, want);
+        // Rows smaller than a page: a page holds columns of several rows and moves once.
+        let got = column_pages(1024, 64, 8, 0, 1, 1, 4096);
+        assert_eq!(got, (0..16).map(|p| (p, 0)).collect::<Vec<_>>());
+        // One column of a 3-D array's plane (nz elements per column).
+        let got = column_pages(2, 4 * 4096, 4096, 3, 1, 1, 4096);
+        assert_eq!(got, [(3, 0), (7, 0)]);
     }
 
     #[test]

@@ -27,6 +27,7 @@ int (*p_cyclic_block)(void *, size_t) = numaff_cyclic_block;
 int (*p_random)(void *) = numaff_random;
 int (*p_random_block)(void *, size_t) = numaff_random_block;
 int (*p_migrate)(void *, size_t, size_t, const int *, int) = numaff_migrate;
+int (*p_migrate_cols)(void *, size_t, size_t, const int *, int) = numaff_migrate_cols;
 int (*p_print)(void) = numaff_print_stats;
 const char *(*p_strerror)(int) = numaff_strerror;
 const char *(*p_version)(void) = numaff_version;
@@ -72,4 +73,58 @@ fn c_program_uses_every_call_and_gets_error_codes_not_aborts() {
     assert!(text.contains("numaff: machine"), "{text}");
     assert!(text.contains("pages migrated"), "{text}");
     assert!(text.contains("bind_block"), "{text}");
+}
+
+/// numaff.h documents every call as safe from several threads: 8 threads each allocate, place
+/// under several policies, check and free their own arrays at once, and read the statistics.
+const THREADS: &str = r#"
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <numaff.h>
+static int errors[8];
+static void *work(void *p) {
+  int t = (int)(intptr_t)p;
+  for (int round = 0; round < 20; round++) {
+    long *a = numaff_alloc_2d(64, 512 + t, sizeof(long));
+    if (!a) { errors[t]++; continue; }
+    for (long i = 0; i < 64L * (512 + t); i++) a[i] = i + t;
+    if (numaff_cyclic(a) != 0) errors[t]++;
+    if (numaff_skew_mapp(a) != 0) errors[t]++;
+    if (numaff_cyclic_block(a, 3) != 0) errors[t]++;
+    if (numaff_bind_block(a) != 0) errors[t]++;
+    if (numaff_pages_on_node(a, -1) != 0) errors[t]++;
+    if (numaff_migrated_pages() < 0) errors[t]++;
+    for (long i = 0; i < 64L * (512 + t); i++) if (a[i] != i + t) { errors[t]++; break; }
+    if (numaff_free(a) != 0) errors[t]++;
+  }
+  return NULL;
+}
+int main(void) {
+  if (numaff_init() != 0) return 1;
+  pthread_t th[8];
+  for (int t = 0; t < 8; t++) pthread_create(&th[t], NULL, work, (void *)(intptr_t)t);
+  for (int t = 0; t < 8; t++) pthread_join(th[t], NULL);
+  int total = 0;
+  for (int t = 0; t < 8; t++) total += errors[t];
+  printf("threads: %d errors, last error '%s'\n", total, numaff_last_error());
+  return numaff_final() != 0 || total != 0;
+}
+"#;
+
+#[test]
+fn issue7_calls_from_several_threads_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("threads.c");
+    std::fs::write(&src, THREADS).unwrap();
+    let exe = dir.path().join("threads");
+    compile(&src, &exe, &["-lpthread"]);
+    let out = Command::new(&exe).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("threads: 0 errors"), "{text}");
 }

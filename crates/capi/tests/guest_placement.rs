@@ -20,8 +20,20 @@ struct Run {
     policies: BTreeMap<String, Vec<i32>>,
     data: BTreeMap<String, i64>,
     migrated: BTreeMap<String, i64>,
-    /// thread -> (rc, node it runs on, node predicted)
-    threads: BTreeMap<u32, (i32, u32, i32)>,
+    /// round (THREAD: pin schedule, UTHREAD: user mapping, OSTHREAD: OS schedule) -> thread ->
+    /// its line
+    threads: BTreeMap<String, BTreeMap<u32, ThreadLine>>,
+    gsum: Option<i64>,
+}
+
+/// THREAD t rc R cpu C node N predicted P allowed K
+#[derive(Debug, Clone, Copy)]
+struct ThreadLine {
+    rc: i32,
+    cpu: u32,
+    node: u32,
+    predicted: i32,
+    allowed: u32,
 }
 
 fn parse(out: &str) -> Run {
@@ -32,6 +44,7 @@ fn parse(out: &str) -> Run {
         data: BTreeMap::new(),
         migrated: BTreeMap::new(),
         threads: BTreeMap::new(),
+        gsum: None,
     };
     for line in out.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
@@ -49,17 +62,19 @@ fn parse(out: &str) -> Run {
             Some("MIGRATED") => {
                 r.migrated.insert(w[1].into(), w[2].parse().unwrap());
             }
-            Some("THREAD") => {
-                // THREAD t rc R cpu C node N predicted P
-                r.threads.insert(
+            Some(round @ ("THREAD" | "UTHREAD" | "OSTHREAD")) => {
+                r.threads.entry(round.to_string()).or_default().insert(
                     w[1].parse().unwrap(),
-                    (
-                        w[3].parse().unwrap(),
-                        w[7].parse().unwrap(),
-                        w[9].parse().unwrap(),
-                    ),
+                    ThreadLine {
+                        rc: w[3].parse().unwrap(),
+                        cpu: w[5].parse().unwrap(),
+                        node: w[7].parse().unwrap(),
+                        predicted: w[9].parse().unwrap(),
+                        allowed: w[11].parse().unwrap(),
+                    },
                 );
             }
+            Some("GSUM") => r.gsum = Some(w[1].parse().unwrap()),
             _ => {}
         }
     }
@@ -71,7 +86,13 @@ fn expect(r: &Run, name: &str, f: impl Fn(u64) -> u32, out: &str) {
         .policies
         .get(name)
         .unwrap_or_else(|| panic!("no {name} in guest output:\n{out}"));
-    let want: Vec<i32> = (0..NPAGES).map(|i| r.nodes[f(i) as usize] as i32).collect();
+    // Every test array has NPAGES pages but the 2-D one of the column migration (8 x 4 pages).
+    let n = if name.starts_with("migrate_cols") {
+        32
+    } else {
+        NPAGES
+    };
+    let want: Vec<i32> = (0..n).map(|i| r.nodes[f(i) as usize] as i32).collect();
     assert_eq!(
         got, &want,
         "{name}: pages (left) differ from the prediction\n{out}"
@@ -102,6 +123,7 @@ fn check_guest(nodes: usize, cpus_per_node: usize) {
     expect(&r, "prime_mapp", |i| map::prime_mapp(i, m), out);
     expect(&r, "cyclic_block3", |i| map::cyclic_block(i, 3, m), out);
     expect(&r, "random42", |i| map::random(i, 42, m), out);
+    expect(&r, "random_block4", |i| map::random_block(i, 4, 42, m), out);
     expect(&r, "bind_all_last", |_| m - 1, out);
     expect(
         &r,
@@ -109,32 +131,112 @@ fn check_guest(nodes: usize, cpus_per_node: usize) {
         |i| if (8..16).contains(&i) { 0 } else { m - 1 },
         out,
     );
+    expect(&r, "bind_all_last_first", |_| m - 1, out);
     expect(&r, "skew_mapp_fresh", |i| map::skew_mapp(i, m), out);
 
     // bind_block: T threads, blocks of ceil(64 / T) pages; thread t's block on the node thread t
-    // really runs on after numaff_bind_thread pinned it.
+    // really runs on after numaff_bind_thread pinned it: under the pin schedule, and under the
+    // user's mapping (thread t on cpu T-1-t).
     let t = r.cpus;
-    assert_eq!(r.threads.len() as u32, t, "{out}");
-    for (th, (rc, node, predicted)) in &r.threads {
-        assert_eq!(*rc, 0, "thread {th}: {out}");
-        assert_eq!(
-            *node as i32, *predicted,
-            "thread {th} runs elsewhere: {out}"
-        );
-    }
     let block = map::auto_block_rows(NPAGES, t);
-    let got = &r.policies["bind_block"];
-    for i in 0..NPAGES {
-        let th = map::bind_block(i, 4096, 4096, block, t);
-        assert_eq!(
-            got[i as usize] as u32, r.threads[&th].1,
-            "page {i} of thread {th}'s block is not on its node\n{out}"
-        );
+    for (round, policy) in [("THREAD", "bind_block"), ("UTHREAD", "bind_block_user")] {
+        let threads = &r.threads[round];
+        assert_eq!(threads.len() as u32, t, "{round}: {out}");
+        for (th, l) in threads {
+            assert_eq!(l.rc, 0, "{round} thread {th}: {out}");
+            assert_eq!(l.allowed, 1, "{round} thread {th} is not pinned: {out}");
+            assert_eq!(
+                l.node as i32, l.predicted,
+                "{round} thread {th} runs elsewhere: {out}"
+            );
+            if round == "UTHREAD" {
+                assert_eq!(
+                    l.cpu,
+                    t - 1 - th,
+                    "thread {th} not on the user's cpu: {out}"
+                );
+            }
+        }
+        let got = &r.policies[policy];
+        for i in 0..NPAGES {
+            let th = map::bind_block(i, 4096, 4096, block, t);
+            assert_eq!(
+                got[i as usize] as u32, threads[&th].node,
+                "{policy}: page {i} of thread {th}'s block is not on its node\n{out}"
+            );
+        }
+        // With one thread per cpu and cpus spread over all nodes, every node holds a block.
+        for n in 0..m {
+            assert!(
+                got.contains(&(n as i32)),
+                "{policy}: node {n} holds no block: {out}"
+            );
+        }
     }
-    // With one thread per cpu and cpus spread over all nodes, every node holds a block.
-    for n in 0..m {
-        assert!(got.contains(&(n as i32)), "node {n} holds no block: {out}");
+    // The pin schedule puts the threads (as many as cpus, each its own core here) on distinct cpus.
+    let pinned: std::collections::BTreeSet<u32> =
+        r.threads["THREAD"].values().map(|l| l.cpu).collect();
+    assert_eq!(pinned.len() as u32, t, "one thread per cpu: {out}");
+    // cyclic_block with no block size: rows / threads (64 / T pages) per block.
+    expect(
+        &r,
+        "cyclic_block_auto",
+        |i| map::cyclic_block(i, map::auto_block_rows(NPAGES, t), m),
+        out,
+    );
+    // The statistics list the fresh skew_mapp array with the pages per node the kernel reports.
+    let fresh = &r.policies["skew_mapp_fresh"];
+    let per_node: Vec<String> = r
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let c = fresh.iter().filter(|x| **x == *n as i32).count();
+            (c > 0).then(|| format!("node{n} {c}"))
+        })
+        .collect();
+    let stats = format!(
+        "[64] x 4096 B, 64 pages, skew_mapp: {}",
+        per_node.join(", ")
+    );
+    assert!(out.contains(&stats), "no '{stats}' in\n{out}");
+    // The user's mapping reverses the threads, so the blocks are where the pin schedule's were,
+    // in reverse order of threads: the two placements differ.
+    assert_ne!(
+        r.policies["bind_block"], r.policies["bind_block_user"],
+        "{out}"
+    );
+    // The OS schedule pins nothing: every cpu stays allowed to every thread.
+    for (th, l) in &r.threads["OSTHREAD"] {
+        assert_eq!((l.rc, l.allowed), (0, t), "OS schedule, thread {th}: {out}");
     }
+
+    // Columns 512.. of 8 rows x 4 pages, split over (last node, first node): pages 1 and 2 of
+    // each row to the last node, page 3 to the first, page 0 still cyclic; the data survived.
+    let cols: BTreeMap<u64, u32> = map::column_pages(8, 16384, 8, 512, 1536, 2, 4096)
+        .into_iter()
+        .collect();
+    expect(
+        &r,
+        "migrate_cols_512",
+        |i| match cols.get(&i) {
+            Some(0) => m - 1,
+            Some(_) => 0,
+            None => map::cyclic(i, m),
+        },
+        out,
+    );
+    assert!(r.policies["migrate_cols_512"][..32]
+        .iter()
+        .enumerate()
+        .all(|(i, n)| match i % 4 {
+            0 => *n == (i as u32 % m) as i32,
+            3 => *n == 0,
+            _ => *n == (m - 1) as i32,
+        }));
+    let gsum: i64 = (0..8)
+        .flat_map(|r| (0..2048).step_by(512).map(move |c| r + c))
+        .sum();
+    assert_eq!(r.gsum, Some(gsum), "{out}");
 
     // Changing the policy moved pages; the data written after the first placement survived.
     let order = [
@@ -143,8 +245,10 @@ fn check_guest(nodes: usize, cpus_per_node: usize) {
         "prime_mapp",
         "cyclic_block3",
         "random42",
+        "random_block4",
         "bind_all_last",
         "migrate_8_16_first",
+        "bind_all_last_first",
     ];
     assert_eq!(
         r.migrated["cyclic"], 0,
@@ -185,4 +289,43 @@ fn placement_in_a_four_node_guest() {
 #[test]
 fn issue7_placement_in_a_six_node_guest() {
     check_guest(6, 1);
+}
+
+/// bind_all "fills the first node before the next": in a 2-node x 256 MiB guest, a 320 MiB array
+/// bound to nodes {0, 1} does not fit in node 0's free memory; its pages must be a prefix on node 0
+/// (as much as node 0 holds) and the rest on node 1, every page present.
+#[test]
+fn issue7_bind_all_fills_the_first_node_before_the_next() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = dir.path().join("fill");
+    common::compile(&common::crate_dir().join("tests/c/fill.c"), &exe, &[]);
+    let guest = Guest::new(2, 1, 256).timeout(120).file(&exe, "/fill");
+    let run = guest
+        .run(&["/fill", "320"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = run.output.as_str();
+    assert_eq!(run.exit_code, 0, "{out}");
+    assert!(out.contains("BIND_ALL rc 0 "), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("FILL "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let w: Vec<i64> = line
+        .split_whitespace()
+        .skip(1)
+        .step_by(2)
+        .zip(line.split_whitespace().skip(2).step_by(2))
+        .map(|(_, v)| v.parse().unwrap())
+        .collect();
+    println!("{line}");
+    let [pages, node0, node1, other, last0, first1] = w[..] else {
+        panic!("{line}")
+    };
+    assert_eq!(pages, 320 * 256, "{line}");
+    assert_eq!(other, 0, "every page present on node 0 or 1: {line}");
+    assert_eq!(node0 + node1, pages, "{line}");
+    // Node 0 (256 MiB, less the guest's own memory) cannot hold 320 MiB: both nodes are used.
+    assert!(node0 > pages / 4 && node1 > 0, "{line}");
+    // Node 0's pages are exactly the first ones.
+    assert_eq!((last0, first1), (node0 - 1, node0), "{line}\n{out}");
 }

@@ -23,7 +23,7 @@ int main(void) {
 "#;
 
 #[test]
-fn make_install_then_build_with_pkg_config_and_cmake() {
+fn issue7_make_install_then_build_with_pkg_config_static_and_cmake() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = dir.path().join("prefix");
     make_install(&prefix);
@@ -38,6 +38,32 @@ fn make_install_then_build_with_pkg_config_and_cmake() {
         "lib/cmake/numaff/numaffConfigVersion.cmake",
     ] {
         assert!(prefix.join(f).exists(), "{f} not installed");
+    }
+
+    // The same layout from the repository root's `make install PREFIX=DIR`.
+    let root_prefix = dir.path().join("root-prefix");
+    let profile = common::profile_dir();
+    run(Command::new("make")
+        .arg("-C")
+        .arg(common::crate_dir().join("../.."))
+        .arg("install")
+        .arg(format!("PREFIX={}", root_prefix.display()))
+        .arg(format!(
+            "PROFILE={}",
+            profile.file_name().unwrap().to_str().unwrap()
+        ))
+        .env("CARGO_TARGET_DIR", profile.parent().unwrap().as_os_str()));
+    for f in [
+        "include/numaff.h",
+        "lib/libnumaff.so",
+        "lib/libnumaff.a",
+        "lib/pkgconfig/numaff.pc",
+        "lib/cmake/numaff/numaffConfig.cmake",
+    ] {
+        assert!(
+            root_prefix.join(f).exists(),
+            "{f} not installed by the root make"
+        );
     }
 
     // pkg-config
@@ -61,6 +87,26 @@ fn make_install_then_build_with_pkg_config_and_cmake() {
         .args(flags.split_whitespace());
     run(&mut cc);
     let out = run(Command::new(&exe).env("LD_LIBRARY_PATH", prefix.join("lib")));
+    assert!(out.contains("installed 0.1.0 cyclic 0"), "{out}");
+
+    // The static library: libnumaff.a with the libraries `pkg-config --static` adds
+    // (Libs.private); the program then needs no libnumaff.so at run time.
+    let private = run(Command::new("pkg-config")
+        .args(["--static", "--libs-only-l", "numaff"])
+        .env("PKG_CONFIG_PATH", &pc_path));
+    let static_exe = dir.path().join("prog_static");
+    let mut cc = Command::new("gcc");
+    cc.args(["-std=c99", "-Wall", "-Werror"])
+        .arg(format!("-I{}", prefix.join("include").display()))
+        .arg(&src)
+        .arg("-o")
+        .arg(&static_exe)
+        .arg(prefix.join("lib/libnumaff.a"))
+        .args(private.split_whitespace().filter(|f| *f != "-lnumaff"));
+    run(&mut cc);
+    let ldd = run(Command::new("ldd").arg(&static_exe));
+    assert!(!ldd.contains("libnumaff"), "{ldd}");
+    let out = run(&mut Command::new(&static_exe));
     assert!(out.contains("installed 0.1.0 cyclic 0"), "{out}");
 
     // CMake: find_package(numaff 0.1 CONFIG) and the imported target.

@@ -88,6 +88,7 @@ enum Command {
     #[command(after_help = "Examples:
   numaff mapp solver.c -o solver_numa.c                     for this machine
   numaff mapp solver.c -o out.c --machine minas-opteron     for a catalog machine
+  numaff mapp solver.c -o out.c --report                    what changed and why, per array
   numaff mapp solver.c --json -o out.c                      the report as JSON
 Build the output against libnumaff: gcc -fopenmp out.c $(pkg-config --cflags --libs numaff)")]
     Mapp(mapp::MappArgs),

@@ -20,7 +20,11 @@ pub struct MappArgs {
     /// machine file, an hwloc XML export, a catalog name or a synthetic description.
     #[arg(long, value_name = "MACHINE", default_value = "host")]
     machine: String,
-    /// Print the report as JSON.
+    /// Print the full report: the policy and why, the size threshold, and every file-scope array
+    /// with its line, size, and whether and why it was rewritten (without it: one summary line).
+    #[arg(long)]
+    report: bool,
+    /// Print the full report as JSON (implies --report).
     #[arg(long)]
     json: bool,
 }
@@ -44,10 +48,13 @@ pub fn run(args: &MappArgs) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("{}: not UTF-8 text: {e}", args.input.display()))?;
     let t = transform(&source, &machine)
         .map_err(|e| anyhow::anyhow!("{}:{e}", args.input.display()))?;
+    let input = args.input.display().to_string();
     let report = if args.json {
         serde_json::to_string_pretty(&t.report)? + "\n"
+    } else if args.report {
+        text_report(&t.report, &input)
     } else {
-        text_report(&t.report, &args.input.display().to_string())
+        summary(&t.report, &input)
     };
     match &args.output {
         Some(out) => {
@@ -68,6 +75,23 @@ fn mib(bytes: u64) -> String {
         return format!("{bytes} B");
     }
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// One line: what changed, and where the reasons are.
+fn summary(r: &Report, input: &str) -> String {
+    let rewritten = r.arrays.iter().filter(|a| a.rewritten).count();
+    if !r.changed {
+        return format!(
+            "{input}: no eligible array ({} file-scope arrays kept); output identical to input \
+             (--report says why)\n",
+            r.arrays.len()
+        );
+    }
+    format!(
+        "{input}: {rewritten} arrays rewritten ({}), {} kept (--report says why)\n",
+        r.decision.policy.name(),
+        r.arrays.len() - rewritten
+    )
 }
 
 fn text_report(r: &Report, input: &str) -> String {

@@ -48,6 +48,7 @@ fn mapp_report_on_minas_opteron_snapshot() {
             "out.c",
             "--machine",
             "minas-opteron",
+            "--report",
         ])
         .output()
         .unwrap();
@@ -188,4 +189,134 @@ fn mapp_output_builds_against_installed_libnumaff_and_prints_the_same() {
     }
     assert!(outputs[0].starts_with("sum "), "{}", outputs[0]);
     assert_eq!(outputs[0], outputs[1]);
+}
+
+/// Issue 7's `[--report]`: without it one summary line, with it every array with its line, size
+/// and reason; without -o the code goes to stdout and the report to stderr.
+#[test]
+fn issue7_mapp_report_option() {
+    let dir = workdir();
+    let base = ["mapp", "fig32.c", "--machine", "minas-opteron"];
+    let out = numaff()
+        .current_dir(dir.path())
+        .args(base)
+        .args(["-o", "a.c"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text,
+        "fig32.c: 3 arrays rewritten (cyclic), 1 kept (--report says why)\n"
+    );
+    let out = numaff()
+        .current_dir(dir.path())
+        .args(base)
+        .arg("--report")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let code = String::from_utf8(out.stdout).unwrap();
+    let report = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        code,
+        std::fs::read_to_string(dir.path().join("a.c")).unwrap()
+    );
+    assert!(report.starts_with("policy: cyclic ("), "{report}");
+    assert!(
+        report.contains("fig32.c:9: xux double[64] (512 B): kept: 512 bytes < 2097152 bytes"),
+        "{report}"
+    );
+    assert_eq!(
+        report
+            .lines()
+            .filter(|l| l.contains(": rewritten, cyclic:"))
+            .count(),
+        3
+    );
+}
+
+/// Issue 7's bad input, through the command: each gets a message naming the file and line (the
+/// 50 MB file: its size) and a failure status, and no output file is left.
+#[test]
+fn issue7_mapp_bad_inputs_name_the_line_and_leave_no_output_file() {
+    let main = "int main(void) { ok[0] = 1; return 0; }\n";
+    let head = "#include <stdio.h>\nstatic double ok[1 << 20];\n";
+    let cases: Vec<(String, String, &str)> = vec![
+        (
+            "syntax".into(),
+            format!("{head}int main(void) {{\n  ok[0] = 1.0 +;\n  return 0;\n}}\n"),
+            "bad.c:4:",
+        ),
+        (
+            "unknown size".into(),
+            format!("{head}static double unk[];\n{main}"),
+            "bad.c:3: array `unk`: unknown size ([]) and no initializer",
+        ),
+        (
+            "vla".into(),
+            format!("{head}int n = 8;\ndouble v[n][n];\n{main}"),
+            "bad.c:4: array `v`: variable-length array (`n` is a variable)",
+        ),
+        (
+            "extern".into(),
+            format!("{head}extern float e[1 << 22];\n{main}"),
+            "bad.c:3: array `e`: extern array of 16777216 bytes",
+        ),
+        (
+            "no main".into(),
+            "#include <stdio.h>\n\ndouble big[1 << 20];\nvoid f(void) { big[0] = 1; }\n".into(),
+            "bad.c:3: no main function with a body",
+        ),
+    ];
+    for (what, src, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bad.c"), &src).unwrap();
+        numaff()
+            .current_dir(dir.path())
+            .args(["mapp", "bad.c", "-o", "out.c", "--machine", "minas-opteron"])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(says).and(predicate::str::contains("panick").not()));
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(
+            left.len(),
+            1,
+            "{what}: only bad.c should be there: {left:?}"
+        );
+        // Without -o nothing goes to stdout either.
+        numaff()
+            .current_dir(dir.path())
+            .args(["mapp", "bad.c", "--machine", "minas-opteron"])
+            .assert()
+            .failure()
+            .stdout(predicate::str::is_empty());
+    }
+
+    // A 50 MB C file: refused before it is read, with its size and the limit.
+    let dir = tempfile::tempdir().unwrap();
+    let mut src = String::from("int main(void) { return 0; }\n");
+    let line = "/* padding padding padding padding padding padding padding padding */\n";
+    while src.len() < 50_000_000 {
+        src.push_str(line);
+    }
+    std::fs::write(dir.path().join("huge.c"), &src).unwrap();
+    numaff()
+        .current_dir(dir.path())
+        .args([
+            "mapp",
+            "huge.c",
+            "-o",
+            "out.c",
+            "--machine",
+            "minas-opteron",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "huge.c: {} bytes; MApp takes C files up to 16777216 bytes",
+            src.len()
+        )));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "only huge.c should be there: {left:?}");
 }

@@ -7,11 +7,13 @@
 //! allocates with `numaff_alloc_1d/_2d/_3d` and places with the policy, right after `numaff_init()`
 //! (`numaff_final()` runs at exit through `atexit`). A 2-D or 3-D array becomes a pointer to its rows
 //! (`double (*a)[M]`), so every use `a[i][j]` stays valid and nothing else in the file changes.
-//! A file with no eligible array is returned byte-identical.
+//! A file with no eligible array is returned byte-identical. Arrays it cannot judge or rewrite
+//! safely (unknown size without initializer, variable length, large or unknown-size `extern`) make
+//! it refuse the file with an error naming the line ([`MappError::BadArray`]).
 
 use numaff_machine::Machine;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Parser};
 
 /// The largest input accepted (bytes): a C file larger than this is refused rather than parsed.
@@ -41,8 +43,24 @@ pub enum MappError {
     #[error("the input is {0} bytes; MApp takes C files up to {MAX_INPUT_BYTES} bytes")]
     TooLarge(usize),
     /// Eligible arrays but nowhere to allocate them.
-    #[error("{0}")]
-    NoMain(String),
+    #[error("{line}: {what}")]
+    NoMain {
+        /// 1-based line of the first eligible array.
+        line: usize,
+        /// The arrays and what to do.
+        what: String,
+    },
+    /// A file-scope array MApp refuses: unknown size, variable length, or `extern` (large or of
+    /// unknown size): the file cannot be transformed safely as it is.
+    #[error("{line}: array `{name}`: {what}")]
+    BadArray {
+        /// 1-based line of the declaration.
+        line: usize,
+        /// The array's name.
+        name: String,
+        /// What is wrong and what to do.
+        what: String,
+    },
     /// The parser could not be set up.
     #[error("tree-sitter: {0}")]
     Parser(String),
@@ -226,6 +244,7 @@ pub struct Transformed {
 /// An eligible array, ready to rewrite.
 struct Plan {
     name: String,
+    line: usize,
     elem_type: String,
     dims: Vec<String>,
 }
@@ -261,6 +280,7 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
     let decision = choose_policy(machine);
     let threshold = largest_cache_bytes(machine);
     let macros = collect_macros(root, source);
+    let variables = file_scope_variables(root, source);
     let main = find_main(root, source);
     let main_start = main.map(|m| m.start_byte());
 
@@ -280,14 +300,17 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
         examine_declaration(
             child,
             source,
-            &macros,
-            threshold,
-            main_start,
-            root,
+            &Scope {
+                macros: &macros,
+                variables: &variables,
+                threshold,
+                main_start,
+                root,
+            },
             &mut arrays,
             &mut edits,
             &mut plans,
-        );
+        )?;
     }
 
     if plans.is_empty() {
@@ -302,15 +325,18 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
         });
     }
     let Some(main) = main else {
-        return Err(MappError::NoMain(format!(
-            "no main function with a body: MApp allocates the eligible arrays ({}) at the start \
-             of main; transform the file that defines main",
-            plans
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(MappError::NoMain {
+            line: plans.first().map_or(1, |p| p.line),
+            what: format!(
+                "no main function with a body: MApp allocates the eligible arrays ({}) at the \
+                 start of main; transform the file that defines main",
+                plans
+                    .iter()
+                    .map(|p| format!("`{}` line {}", p.name, p.line))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
     };
 
     // The header and the two helpers, after the last #include before main (or at the top).
@@ -480,6 +506,62 @@ fn function_name(def: Node, source: &str) -> Option<String> {
     }
 }
 
+/// Names of the variables declared at file scope (what a dimension naming one of them would make
+/// a variable-length array, which C forbids at file scope).
+fn file_scope_variables(root: Node, source: &str) -> HashSet<String> {
+    let mut vars = HashSet::new();
+    let mut cursor = root.walk();
+    for child in root.children(&mut cursor) {
+        if child.kind() != "declaration" {
+            continue;
+        }
+        let mut dc = child.walk();
+        for d in child.children_by_field_name("declarator", &mut dc) {
+            let mut n = d;
+            loop {
+                match n.kind() {
+                    "init_declarator" | "pointer_declarator" | "parenthesized_declarator" => {
+                        match n
+                            .child_by_field_name("declarator")
+                            .or_else(|| n.named_child(0))
+                        {
+                            Some(inner) => n = inner,
+                            None => break,
+                        }
+                    }
+                    "identifier" => {
+                        vars.insert(text(n, source).to_string());
+                        break;
+                    }
+                    // Arrays and functions are not values a dimension can hold.
+                    _ => break,
+                }
+            }
+        }
+    }
+    vars
+}
+
+/// Why a dimension makes a variable-length array: it reads a file-scope variable or calls a
+/// function.
+fn variable_length(size: Node, source: &str, variables: &HashSet<String>) -> Option<String> {
+    let mut stack = vec![size];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "identifier" if variables.contains(text(n, source)) => {
+                return Some(format!("`{}` is a variable", text(n, source)));
+            }
+            "call_expression" => {
+                return Some(format!("`{}` is a function call", text(n, source)));
+            }
+            _ => {}
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    None
+}
+
 /// Bytes of a basic C element type on LP64 (x86-64, aarch64 Linux).
 fn elem_size(ty: &str) -> Option<u64> {
     let words: Vec<&str> = ty.split_whitespace().collect();
@@ -597,20 +679,35 @@ fn needs_array_type(root: Node, source: &str, name: &str) -> Option<(usize, &'st
     None
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What [`examine_declaration`] needs to know about the whole file.
+struct Scope<'a, 't> {
+    macros: &'a HashMap<String, String>,
+    variables: &'a HashSet<String>,
+    threshold: u64,
+    main_start: Option<usize>,
+    root: Node<'t>,
+}
+
+/// Reports the arrays of one file-scope declaration and plans the rewrite of its eligible ones;
+/// refuses (an error naming the line) unknown-size arrays without an initializer, variable-length
+/// arrays and `extern` arrays of unknown size or at least the threshold.
 fn examine_declaration(
     decl: Node,
     source: &str,
-    macros: &HashMap<String, String>,
-    threshold: u64,
-    main_start: Option<usize>,
-    root: Node,
+    scope: &Scope,
     arrays: &mut Vec<ArrayReport>,
     edits: &mut Vec<Edit>,
     plans: &mut Vec<Plan>,
-) {
+) -> Result<(), MappError> {
+    let Scope {
+        macros,
+        variables,
+        threshold,
+        main_start,
+        root,
+    } = *scope;
     let Some(ty) = decl.child_by_field_name("type") else {
-        return;
+        return Ok(());
     };
     let ty_text = text(ty, source).to_string();
     let mut storage = Vec::new();
@@ -631,7 +728,7 @@ fn examine_declaration(
         .iter()
         .any(|d| d.kind() == "array_declarator" || d.kind() == "init_declarator")
     {
-        return;
+        return Ok(());
     }
 
     // Each declarator: Some((name, dims)) when rewritten, None when kept as it was.
@@ -654,13 +751,15 @@ fn examine_declaration(
         }
         // Dimensions from the outside in: a[N][M] is array(array(a, N), M).
         let mut dims_rev = Vec::new();
+        let mut vla = None;
         let mut n = arr;
         let mut bad_shape = false;
         while n.kind() == "array_declarator" {
-            dims_rev.push(
-                n.child_by_field_name("size")
-                    .map(|s| text(s, source).to_string()),
-            );
+            let size = n.child_by_field_name("size");
+            if let Some(why) = size.and_then(|s| variable_length(s, source, variables)) {
+                vla = Some(why);
+            }
+            dims_rev.push(size.map(|s| text(s, source).to_string()));
             match n.child_by_field_name("declarator") {
                 Some(inner) => n = inner,
                 None => {
@@ -699,9 +798,47 @@ fn examine_declaration(
         if let (Some(s), Some(e)) = (&sizes, esize) {
             report.bytes = s.iter().try_fold(e, |acc, x| acc.checked_mul(*x));
         }
+        let is_extern = storage.iter().any(|s| s == "extern");
+        let unknown_size = dims.iter().any(Option::is_none);
+        let refuse = |what: String| MappError::BadArray {
+            line: report.line,
+            name: name.clone(),
+            what,
+        };
+        if !bad_shape && name_ok {
+            if let Some(why) = &vla {
+                return Err(refuse(format!(
+                    "variable-length array ({why}): C allows no variable-length array at file \
+                     scope; give it a constant size (a literal or a #define)"
+                )));
+            }
+            if unknown_size && is_extern {
+                return Err(refuse(
+                    "extern array of unknown size ([]): it is defined in another file, and MApp \
+                     cannot tell whether that definition becomes a pointer; transform the \
+                     program's files together by hand, or give the size"
+                        .to_string(),
+                ));
+            }
+            if unknown_size && !init {
+                return Err(refuse(
+                    "unknown size ([]) and no initializer: MApp cannot tell its size; give the \
+                     size"
+                        .to_string(),
+                ));
+            }
+            if is_extern && report.bytes.is_some_and(|b| b >= threshold) {
+                return Err(refuse(format!(
+                    "extern array of {} bytes >= {threshold} bytes (largest cache): it is \
+                     defined in another file, whose rewrite by MApp would make it a pointer that \
+                     this declaration no longer matches; MApp transforms one file at a time",
+                    report.bytes.unwrap_or(0)
+                )));
+            }
+        }
         let why_not = if bad_shape || !name_ok {
             Some("not a plain array of a basic type (pointers, functions)".to_string())
-        } else if storage.iter().any(|s| s == "extern") {
+        } else if is_extern {
             Some("extern: defined in another file, which MApp must transform instead".to_string())
         } else if !qualifiers.is_empty() {
             Some(format!(
@@ -761,7 +898,7 @@ fn examine_declaration(
         arrays.push(report);
     }
     if outcome.iter().all(Option::is_none) {
-        return;
+        return Ok(());
     }
 
     // Rewrite the declaration: one declaration per declarator, kept or turned into a pointer.
@@ -782,6 +919,7 @@ fn examine_declaration(
                 };
                 plans.push(Plan {
                     name: name.clone(),
+                    line: line_of(*d),
                     elem_type: ty_text.clone(),
                     dims: dims.clone(),
                 });
@@ -793,6 +931,7 @@ fn examine_declaration(
         }
     }
     edits.push((decl.start_byte(), decl.end_byte(), pieces.join("\n")));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -23,6 +23,14 @@ int main(void) {
   EXPECT(strcmp(numaff_strerror(NUMAFF_ENOARRAY), "not an array allocated by numaff_alloc_*") == 0);
   EXPECT(strcmp(numaff_strerror(12345), "unknown error code") == 0);
   EXPECT(strcmp(numaff_version(), "0.1.0") == 0);
+  {
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d.%d", NUMAFF_VERSION_MAJOR, NUMAFF_VERSION_MINOR, NUMAFF_VERSION_PATCH);
+    EXPECT(strcmp(numaff_version(), v) == 0); /* the header's macros match the library */
+  }
+  /* Every code has its own text. */
+  for (int e = NUMAFF_OK; e >= NUMAFF_EINTERNAL; e--)
+    for (int f = e - 1; f >= NUMAFF_EINTERNAL; f--) EXPECT(strcmp(numaff_strerror(e), numaff_strerror(f)) != 0);
 
   EXPECT(numaff_init() == 0);
   EXPECT(numaff_init() == 0); /* counted */
@@ -36,6 +44,7 @@ int main(void) {
   int x;
   EXPECT(numaff_cyclic(&x) == NUMAFF_ENOARRAY);
 
+  int bad = 4242;
   double *a = numaff_alloc_1d(100000, sizeof(double));
   double(*b)[300] = numaff_alloc_2d(200, 300, sizeof(double));
   float(*c)[20][30] = numaff_alloc_3d(10, 20, 30, sizeof(float));
@@ -56,7 +65,6 @@ int main(void) {
   for (int i = 0; i < 100000; i++) s += a[i];
   EXPECT(s == 4999950000.0); /* contents survive every re-placement */
 
-  int bad = 4242;
   EXPECT(numaff_bind_all(a, &bad, 1) == NUMAFF_ENODE);
   EXPECT(strstr(numaff_last_error(), "4242") != NULL);
   EXPECT(numaff_bind_all(a, NULL, 3) == NUMAFF_EINVAL);
@@ -66,6 +74,15 @@ int main(void) {
   EXPECT(numaff_migrate(a, 100000, 1, &n0, 1) == NUMAFF_EINVAL);
   EXPECT(numaff_migrate(a, 50000, 0, &n0, 1) == 0);
   EXPECT(numaff_pages_on_node(a, n0) >= 98);
+  EXPECT(numaff_migrate(a, 0, SIZE_MAX, &n0, 1) == 0); /* nrows past the end: to the end */
+  EXPECT(numaff_pages_on_node(a, n0) == 196);            /* the whole array */
+  EXPECT(numaff_migrate_cols(a, 0, 0, &n0, 1) == NUMAFF_EINVAL); /* 1-D: no columns */
+  EXPECT(strstr(numaff_last_error(), "1-D") != NULL);
+  EXPECT(numaff_migrate_cols(b, 300, 1, &n0, 1) == NUMAFF_EINVAL);
+  EXPECT(numaff_migrate_cols(b, 0, 1, &bad, 1) == NUMAFF_ENODE);
+  EXPECT(numaff_migrate_cols(b, 0, 1, NULL, 0) == NUMAFF_EINVAL);
+  EXPECT(numaff_migrate_cols(b, 100, 0, &n0, 1) == 0);
+  EXPECT(numaff_migrate_cols(c, 5, SIZE_MAX, &n0, 1) == 0);
 
   b[199][299] = 1.5;
   c[9][19][29] = 2.5f;
