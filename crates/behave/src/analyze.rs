@@ -66,6 +66,9 @@ pub struct AnalyzeConfig {
     pub exclusivity_bins: usize,
     /// Thresholds of the class decision tree.
     pub thresholds: ClassThresholds,
+    /// Whether to collect DeLocProf's groups of concurrent pairs ([`Analysis::groups`]): a map
+    /// update per event, about 10 % of the analysis's time on a fault trace, so only when asked.
+    pub groups: bool,
 }
 
 impl Default for AnalyzeConfig {
@@ -78,6 +81,7 @@ impl Default for AnalyzeConfig {
             interval_ns: 1_000_000_000,
             exclusivity_bins: 10,
             thresholds: ClassThresholds::default(),
+            groups: false,
         }
     }
 }
@@ -193,8 +197,9 @@ pub struct Analysis {
     /// The clustering of event times.
     pub clustering: Clustering,
     /// DeLocProf's groups of concurrently communicating pairs (002 §3.3.2), one per cluster of
-    /// `clustering`, heaviest pair first: the input of DeLocMap. None when the trace had more than
-    /// [`MAX_BIN_PAIRS`] (time bin, pair) combinations.
+    /// `clustering`, heaviest pair first: the input of DeLocMap. None unless
+    /// [`AnalyzeConfig::groups`], or when the trace had more than [`MAX_BIN_PAIRS`] (time bin,
+    /// pair) combinations.
     pub groups: Option<Vec<Vec<PairBytes>>>,
     /// Sampled memory volume (MemV), bytes.
     pub mem_volume: f64,
@@ -267,14 +272,20 @@ struct EventStats {
     bin_tasks: HashMap<usize, Vec<u64>>,
     /// Bytes per task pair (a < b) in each time bin, for the groups of concurrent pairs; None once
     /// [`MAX_BIN_PAIRS`] entries were exceeded.
-    bin_pairs: Option<HashMap<usize, PairVolumes>>,
-    bin_pair_entries: usize,
-    intervals: BTreeMap<u64, HashMap<(usize, usize), f64>>,
+    bin_pairs: Option<FastMap<u64, f64>>,
+    intervals: BTreeMap<u64, FastMap<(usize, usize), f64>>,
     events: u64,
 }
 
+/// A hash map with foldhash's fixed-seed hasher: fast on the per-event paths, and the same
+/// iteration order in every run (sums over it come out bit for bit the same).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
 /// Bytes per task pair (a < b).
-type PairVolumes = HashMap<(u32, u32), f64>;
+type PairVolumes = FastMap<(u32, u32), f64>;
+
+/// Tasks up to this many get groups of concurrent pairs (a pair's key packs two 20-bit indexes).
+const GROUP_TASKS: usize = 1 << 20;
 
 /// Most (time bin, pair) entries kept for the groups of concurrent pairs (about 48 bytes each):
 /// beyond, the analysis reports no groups rather than use unbounded memory.
@@ -322,8 +333,9 @@ impl EventSummary {
 }
 
 impl EventStats {
-    /// For `tasks` tasks and events between `start` and `end` (ns, inclusive).
-    fn new(tasks: usize, start: u64, end: u64, interval_ns: u64) -> Self {
+    /// For `tasks` tasks and events between `start` and `end` (ns, inclusive); with `groups`, the
+    /// pairs of each time bin are kept for the groups of concurrent pairs.
+    fn new(tasks: usize, start: u64, end: u64, interval_ns: u64, groups: bool) -> Self {
         let span = end.saturating_sub(start);
         EventStats {
             tasks,
@@ -334,8 +346,7 @@ impl EventStats {
             matrix: vec![vec![0.0; tasks]; tasks],
             bin_events: vec![0; TIME_BINS + 1],
             bin_tasks: HashMap::new(),
-            bin_pairs: Some(HashMap::new()),
-            bin_pair_entries: 0,
+            bin_pairs: (groups && tasks <= GROUP_TASKS).then(FastMap::default),
             intervals: BTreeMap::new(),
             events: 0,
         }
@@ -357,13 +368,9 @@ impl EventStats {
         set[from / 64] |= 1 << (from % 64);
         set[to / 64] |= 1 << (to % 64);
         if let Some(bins) = &mut self.bin_pairs {
-            let key = (from.min(to) as u32, from.max(to) as u32);
-            let cell = bins.entry(b).or_default().entry(key).or_insert_with(|| {
-                self.bin_pair_entries += 1;
-                0.0
-            });
-            *cell += bytes;
-            if self.bin_pair_entries > MAX_BIN_PAIRS {
+            let key = (b as u64) << 40 | (from.min(to) as u64) << 20 | from.max(to) as u64;
+            *bins.entry(key).or_insert(0.0) += bytes;
+            if bins.len() > MAX_BIN_PAIRS {
                 self.bin_pairs = None;
             }
         }
@@ -432,12 +439,16 @@ impl EventStats {
         }
         // Groups: the pairs of each cluster's bins, summed.
         let groups = self.bin_pairs.map(|bins| {
-            let mut per: Vec<PairVolumes> = vec![HashMap::new(); clustering.k];
+            let mut cluster_of = vec![usize::MAX; self.bin_events.len()];
             for (&b, &c) in nonempty.iter().zip(&clustering.assignment) {
-                if let (Some(pairs), Some(g)) = (bins.get(&b), per.get_mut(c)) {
-                    for (&k, &v) in pairs {
-                        *g.entry(k).or_insert(0.0) += v;
-                    }
+                cluster_of[b] = c;
+            }
+            let mut per: Vec<PairVolumes> = vec![PairVolumes::default(); clustering.k];
+            for (&key, &v) in &bins {
+                let (b, x, y) = (key >> 40, (key >> 20) & 0xf_ffff, key & 0xf_ffff);
+                let c = cluster_of.get(b as usize).copied().unwrap_or(usize::MAX);
+                if let Some(g) = per.get_mut(c) {
+                    *g.entry((x as u32, y as u32)).or_insert(0.0) += v;
                 }
             }
             per.into_iter()
@@ -531,7 +542,7 @@ where
     );
     let block_bytes = cfg.sharing.block_bytes.max(1).next_power_of_two();
     let mut first_touch = vec![0u64; nodes];
-    let mut ev = EventStats::new(t, sc.start, sc.end, cfg.interval_ns);
+    let mut ev = EventStats::new(t, sc.start, sc.end, cfg.interval_ns, cfg.groups);
     let mut samples_per_node = vec![0u64; nodes];
     // Each batch of samples goes through the tables' batch path (issue 5: ingest speed) in the
     // samples' order; `side` keeps what else a sample's results need (time, task, node).
@@ -699,7 +710,7 @@ pub fn analyze_messages(messages: &[CommEvent], cfg: &AnalyzeConfig) -> Analysis
     let t = index.len();
     let start = messages.iter().map(|m| m.time_ns).min().unwrap_or(0);
     let end = messages.iter().map(|m| m.time_ns).max().unwrap_or(0);
-    let mut ev = EventStats::new(t, start, end, cfg.interval_ns);
+    let mut ev = EventStats::new(t, start, end, cfg.interval_ns, cfg.groups);
     for m in messages {
         if let (Some(&a), Some(&b)) = (index.get(&m.from), index.get(&m.to)) {
             ev.add(m.time_ns, a, b, m.bytes as f64);
@@ -1080,7 +1091,12 @@ mod tests {
             }
         }
         m.sort_by_key(|e| e.time_ns);
-        let a = analyze_messages(&m, &AnalyzeConfig::default());
+        let cfg = AnalyzeConfig {
+            groups: true,
+            ..AnalyzeConfig::default()
+        };
+        assert_eq!(analyze_messages(&m, &AnalyzeConfig::default()).groups, None);
+        let a = analyze_messages(&m, &cfg);
         assert_eq!(a.clustering.k, 2);
         let g = a.groups.expect("groups");
         assert_eq!(g.len(), 2);

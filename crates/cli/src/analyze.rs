@@ -41,6 +41,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
     }
     let cfg = AnalyzeConfig {
         interval_ns: ((args.interval * 1e9) as u64).max(1),
+        groups: args.json,
         ..AnalyzeConfig::default()
     };
     // A CSV whose header names a `sender` is a trace of MPI messages (numaff_behave::messages).

@@ -368,7 +368,10 @@ struct TraceInput {
 fn load_trace(path: &std::path::Path, machine: &Machine) -> Result<TraceInput> {
     use numaff_behave::analyze::{analyze_file, analyze_messages, AnalyzeConfig};
     use numaff_behave::messages;
-    let cfg = AnalyzeConfig::default();
+    let cfg = AnalyzeConfig {
+        groups: true,
+        ..AnalyzeConfig::default()
+    };
     let message_trace = messages::is_message_trace(path)?;
     let (a, current) = if message_trace {
         (
