@@ -54,7 +54,8 @@ enum Command {
   numaff map --algo locality --matrix comm.csv -o app.toml   map on this machine and save
   numaff map --compare --matrix comm.csv --machine laso-hpl  every algorithm, one table
   numaff map --algo eagermap --matrix comm.csv --export omp  OMP_PLACES on stdout
-  numaff map --from app.toml --export rankfile > ranks       an Open MPI rankfile")]
+  numaff map --from app.toml --export rankfile > ranks       an Open MPI rankfile
+  numaff map --algo locality --trace run.parquet -o app.toml the matrix of a numaff profile trace")]
     Map(map::MapArgs),
     /// Run a program with its threads pinned to a mapping file, in creation order (the main thread
     /// first), following threads created later and child processes. Exits with the program's status.
@@ -81,7 +82,8 @@ enum Command {
   numaff analyze trace.parquet                       metrics, class, heaviest pairs
   numaff analyze trace.parquet --json                the same as JSON (communication_matrix, ...)
   numaff analyze trace.parquet --html report.html    a report, and report-*.svg/png figures
-  numaff analyze samples.csv --interval 0.1          a CSV trace; CommDyn over 100 ms intervals")]
+  numaff analyze samples.csv --interval 0.1          a CSV trace; CommDyn over 100 ms intervals
+  numaff analyze messages.csv                        MPI messages (time_ns,sender,receiver,bytes)")]
     Analyze(analyze::AnalyzeArgs),
     /// MApp (Minas): rewrite the large static arrays of a C file into libnumaff allocations placed
     /// with the memory policy the machine calls for (cyclic or bind_block), and report why.
@@ -92,12 +94,15 @@ enum Command {
   numaff mapp solver.c --json -o out.c                      the report as JSON
 Build the output against libnumaff: gcc -fopenmp out.c $(pkg-config --cflags --libs numaff)")]
     Mapp(mapp::MappArgs),
-    /// Sample a program's memory accesses (page faults through perf_event_open) into a trace for
-    /// `numaff analyze`: its threads, the pages they touch and the node they ran on.
+    /// Sample a program's memory accesses (page faults through perf_event_open, or PEBS / IBS
+    /// where the PMU has them) into a trace for `numaff analyze`: its threads, the pages they touch
+    /// and the node they ran on.
     #[command(after_help = "Examples:
   numaff profile -- ./solver input.dat              writes trace.parquet
   numaff profile -o run.parquet --duration 10s -- ./server
   numaff profile --pid 812 --duration 30s           a running process
+  numaff profile --sample-period 8 -- ./solver      one page fault in 8: less overhead
+  numaff profile --sampler pebs -- ./solver         Intel PEBS loads and stores (untested on hardware)
   numaff profile --list-samplers                    which samplers work here, and why not")]
     Profile(profile::ProfileArgs),
     /// The program `numaff demo` profiles (threads in a ring); not for users.
