@@ -6,7 +6,7 @@
 //! communication between groups being the sum over their members; the finished group tree is then
 //! laid onto the hardware tree top-down. They differ in how one level's groups are formed.
 //! Locality also computes the top-down recursive bisection of `bisect.rs` and keeps the
-//! cheaper of the two.
+//! cheaper of the two (above `GROUPING_MAX` tasks without a hub, only the bisection).
 //!
 //! Counts: with `n ≤ P` tasks the `P - n` missing ones are dummies without communication, which the
 //! grouping places after every real task (so partly used machines are packed by communication, and no
@@ -751,7 +751,8 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// Two candidates are computed and the cheaper one (by the same hop cost) kept: the bottom-up
 /// TreeMatch-style grouping, and the top-down dual recursive bipartitioning of `bisect.rs`,
 /// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
-/// Ties keep the grouping's result.
+/// Ties keep the grouping's result. Above `GROUPING_MAX` (256) tasks the grouping is computed only
+/// when some task communicates with all others (`has_hub`).
 pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
     locality_from(tree, comm, n, None)
 }
