@@ -24,6 +24,7 @@
 //! cargo build --release -p numaff-policy --example vs_scotch
 //! taskset -c 1 target/release/examples/vs_scotch [--sizes 64,256,1024,4096] [--trees 4x8x2,16x4x8x2,2x12x2]
 //!     [--families chain,2d,3d,all,random,clustered,master] [--stability] [--levels] [--seeds K] [--runs 3]
+//!     [--digest]   (locality only, no Scotch: exact cost and a hash of each placement)
 //! ```
 
 use std::fmt::Write as _;
@@ -308,6 +309,7 @@ fn main() -> Res<()> {
     let stability = args.iter().any(|a| a == "--stability");
     let levels = args.iter().any(|a| a == "--levels");
     let seeds: usize = arg(&args, "--seeds").map_or(Ok(0), |s| s.parse())?;
+    let digest = args.iter().any(|a| a == "--digest");
     let dir = std::env::temp_dir().join(format!("numaff-vs-scotch-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let algos = [Algorithm::Eagermap, Algorithm::Locality];
@@ -350,6 +352,22 @@ fn main() -> Res<()> {
                         base.clone()
                     };
                     let input = MapInput::with_comm(&m, &c);
+                    if digest {
+                        // locality alone: exact cost and a hash of the placement (FNV-1a), so
+                        // two builds can be compared bit for bit without Scotch
+                        let t = thread_cpu_ms();
+                        let p = map(Algorithm::Locality, &input)?;
+                        let ms = thread_cpu_ms() - t;
+                        let h = p.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &pu| {
+                            (h ^ u64::from(pu)).wrapping_mul(0x0100_0000_01b3)
+                        });
+                        println!(
+                            "{tname:9} {fam:10} {n:5} {:>4} | {} {h:016x} | {ms:8.2}",
+                            if shuf { "yes" } else { "no" },
+                            hop_cost(&tree, &c, &p)
+                        );
+                        continue;
+                    }
                     let (sp, sms) = scotch(&tree, &target, &c, &dir)?;
                     let sc = hop_cost(&tree, &c, &sp);
                     let ident = hop_cost(&tree, &c, &map(Algorithm::RoundRobin, &input)?);

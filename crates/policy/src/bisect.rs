@@ -309,10 +309,12 @@ fn bisect(
     for (i, &t) in tasks.iter().enumerate() {
         loc[t as usize] = i as u32;
     }
+    // room for every edge of the tasks (no regrowth while filling)
+    let room: usize = tasks.iter().map(|&t| graph.row_len(t as usize)).sum();
     let mut sub = Sub {
         off: Vec::with_capacity(nv + 1),
-        adj: Vec::new(),
-        w: Vec::new(),
+        adj: Vec::with_capacity(room),
+        w: Vec::with_capacity(room),
         vw: vec![1; nv],
     };
     sub.off.push(0);
@@ -659,6 +661,9 @@ struct GainHeap {
     ord: Vec<i64>,
     /// Position of each vertex in `heap` (`u32::MAX`: absent).
     pos: Vec<u32>,
+    /// Linear mode: `ord` of `heap[i]` at `i`, contiguous, so that the best key is found by a
+    /// vectorised maximum over a small array.
+    lord: Vec<i64>,
     /// Small graphs: `heap` is an unordered list and the best is found by a scan (fewer
     /// operations than sifting for a few dozen vertices; the same best).
     linear: bool,
@@ -674,6 +679,7 @@ impl GainHeap {
             self.pos[v as usize] = u32::MAX;
         }
         self.heap.clear();
+        self.lord.clear();
         if self.pos.len() < n {
             self.pos.resize(n, u32::MAX);
             self.key.resize(n, 0.0);
@@ -690,9 +696,12 @@ impl GainHeap {
 
     fn top(&self) -> Option<(f64, usize)> {
         let v = if self.linear {
-            let (&first, rest) = self.heap.split_first()?;
-            rest.iter()
-                .fold(first, |b, &v| if self.above(v, b) { v } else { b })
+            // the highest key, then the lowest vertex holding it (the order of `above`)
+            let m = self.lord.iter().copied().max()?;
+            self.lord
+                .iter()
+                .zip(&self.heap)
+                .fold(u32::MAX, |b, (&k, &v)| if k == m && v < b { v } else { b })
         } else {
             *self.heap.first()?
         };
@@ -708,17 +717,20 @@ impl GainHeap {
             self.ord[v] = ord;
             self.pos[v] = self.heap.len() as u32;
             self.heap.push(v as u32);
-            if !self.linear {
+            if self.linear {
+                self.lord.push(ord);
+            } else {
                 self.up(self.heap.len() - 1);
             }
         } else {
             let old = self.ord[v];
             self.key[v] = key;
             self.ord[v] = ord;
+            let i = self.pos[v] as usize;
             if self.linear {
+                self.lord[i] = ord;
                 return;
             }
-            let i = self.pos[v] as usize;
             if ord > old {
                 self.up(i);
             } else {
@@ -736,6 +748,9 @@ impl GainHeap {
         let i = i as usize;
         self.pos[v] = u32::MAX;
         let last = self.heap.len() - 1;
+        if self.linear {
+            self.lord.swap_remove(i);
+        }
         if i != last {
             let m = self.heap[last];
             self.heap[i] = m;

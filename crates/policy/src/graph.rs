@@ -109,6 +109,11 @@ impl Graph {
             .map(|(&y, &w)| (y as usize, w))
     }
 
+    /// Number of neighbours of `x`.
+    pub(crate) fn row_len(&self, x: usize) -> usize {
+        self.off[x + 1] - self.off[x]
+    }
+
     /// Total weight of the edges of `x`.
     pub(crate) fn degree(&self, x: usize) -> f64 {
         self.w[self.off[x]..self.off[x + 1]].iter().sum()

@@ -6,7 +6,7 @@
 //! communication between groups being the sum over their members; the finished group tree is then
 //! laid onto the hardware tree top-down. They differ in how one level's groups are formed.
 //! Locality also computes the top-down recursive bisection of `bisect.rs` and keeps the
-//! cheaper of the two.
+//! cheaper of the two (above `GROUPING_MAX` tasks without a hub, only the bisection).
 //!
 //! Counts: with `n ≤ P` tasks the `P - n` missing ones are dummies without communication, which the
 //! grouping places after every real task (so partly used machines are packed by communication, and no
@@ -751,7 +751,8 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// Two candidates are computed and the cheaper one (by the same hop cost) kept: the bottom-up
 /// TreeMatch-style grouping, and the top-down dual recursive bipartitioning of `bisect.rs`,
 /// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
-/// Ties keep the grouping's result.
+/// Ties keep the grouping's result. Above `GROUPING_MAX` (256) tasks the grouping is computed only
+/// when some task communicates with all others (`has_hub`).
 pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
     locality_from(tree, comm, n, None)
 }
@@ -844,12 +845,29 @@ fn valid_placement(tree: &Tree, p: &Placement, n: usize) -> bool {
 /// make six 2x12x2 rows at 1024-4096 dearer (2-D 4096 shuffled by 3 %) while 17 get cheaper.
 const BOTH_SPLITS: usize = 256;
 
+/// Up to this many tasks, and above it on graphs with a hub ([`has_hub`]), the TreeMatch-style
+/// grouping is computed next to the recursive bisection; above it, without a hub, only the
+/// bisection (issue 6: the ≤ 5 ms goal at 1024 threads; the grouping took 16-19 % of `locality`'s
+/// time there). Measured (README, "Thread mapping performance"): on the 162 rows of `vs_scotch`
+/// the grouping was never the cheaper candidate above 256 tasks but on one master-worker row
+/// (2x12x2, 4096 tasks, shuffled: 0.15 % cheaper); at 64 tasks it still wins on clustered matrices.
+const GROUPING_MAX: usize = 256;
+
+/// Whether one of the first `n` tasks communicates with every other task (a master): there the
+/// bisection's splits into unequal parts keep the hub's edges (`bisect::strip_hubs` needs equal
+/// halves) and the grouping can still win.
+fn has_hub(graph: &Graph, n: usize) -> bool {
+    n > 2 && (0..n.min(graph.len())).any(|x| graph.row_len(x) + 1 >= n)
+}
+
 fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placement {
-    let grouped = hierarchical_graph(tree, graph, n, |_| Grouping::Agglomerate);
-    let mut best_cost = graph_cost(tree, graph, &grouped);
-    let mut best = grouped;
-    let spread = spread_slots(tree, n);
     // ties keep the earlier candidate: the grouping, then the split as before
+    let mut best: Option<(Placement, f64)> = (n <= GROUPING_MAX || has_hub(graph, n)).then(|| {
+        let grouped = hierarchical_graph(tree, graph, n, |_| Grouping::Agglomerate);
+        let c = graph_cost(tree, graph, &grouped);
+        (grouped, c)
+    });
+    let spread = spread_slots(tree, n);
     let mut variants: Vec<(&[usize], bool)> = Vec::with_capacity(2);
     if n <= BOTH_SPLITS {
         variants.push((sl, false));
@@ -861,11 +879,11 @@ fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placeme
         let leaf_of = crate::bisect::recursive_bisection(tree, graph, slots, vcycle);
         let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
         let cs = graph_cost(tree, graph, &split);
-        if cs < best_cost * (1.0 - 1e-12) {
-            best_cost = cs;
-            best = split;
+        if best.as_ref().is_none_or(|(_, bc)| cs < bc * (1.0 - 1e-12)) {
+            best = Some((split, cs));
         }
     }
+    let (best, best_cost) = best.unwrap_or_default();
     no_worse_than_identity_cost(tree, graph, best, best_cost)
 }
 
@@ -919,5 +937,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A master (adjacent to every other task) is a hub; a chain and a pair are not.
+    #[test]
+    fn issue6_has_hub_finds_masters_only() {
+        let n = 300;
+        let mut star = CommMatrix::new(n);
+        let mut chain = CommMatrix::new(n);
+        for i in 1..n {
+            star.add_pair(0, i, 5.0);
+            star.add_pair(i - 1, i, 1.0);
+            chain.add_pair(i - 1, i, 1.0);
+        }
+        assert!(has_hub(&Graph::from_comm(&star, n, n), n));
+        assert!(!has_hub(&Graph::from_comm(&chain, n, n), n));
+        let mut pair = CommMatrix::new(2);
+        pair.add_pair(0, 1, 1.0);
+        assert!(!has_hub(&Graph::from_comm(&pair, 2, 2), 2));
+    }
+
+    /// Above [`GROUPING_MAX`] tasks without a hub, locality is the recursive bisection (or the
+    /// identity when that is cheaper): on a 1024-task chain over 16x4x8x2 the grouping reaches the
+    /// same cost with another placement, which it used to keep on the tie.
+    #[test]
+    fn issue6_locality_is_the_bisection_above_grouping_max() {
+        let m = numaff_machine::spec::resolve("pack:16 l3:4 core:8 pu:2").unwrap();
+        let tree = Tree::from_machine(&m);
+        let n = 1024;
+        assert!(n > GROUPING_MAX);
+        let mut chain = CommMatrix::new(n);
+        for i in 1..n {
+            chain.add_pair(i - 1, i, 1.0 + (i % 3) as f64);
+        }
+        let sl = slots(&tree, n);
+        let graph = Graph::from_comm(&chain, n, n);
+        let leaf_of = crate::bisect::recursive_bisection(&tree, &graph, &sl, false);
+        let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
+        let cost = graph_cost(&tree, &graph, &split);
+        let expect = no_worse_than_identity_cost(&tree, &graph, split, cost);
+        assert_eq!(locality(&tree, &chain, n), expect);
     }
 }

@@ -61,14 +61,32 @@ impl Tree {
     /// nested in the previous kept level, and splits it further (more vertices). A machine without
     /// PUs gives a tree with only the root and no leaves.
     pub fn from_machine(m: &Machine) -> Tree {
-        let all: CpuSet = m.pus();
-        let mut cands: Vec<(LevelKind, Vec<CpuSet>)> = Vec::new();
-        let nodes: Vec<CpuSet> = m.cpu_nodes().map(|n| n.cpus.intersection(&all)).collect();
+        // PU sets as sorted lists, and dense tables indexed by cpu id 0..=largest id (the
+        // machine's `CpuSet`s are B-trees: building and comparing a thousand of them took most
+        // of the 0.3 ms this took for 1024 PUs)
+        let all: Vec<u32> = m.pus().iter().collect();
+        let span = all.iter().max().map_or(0, |&p| p as usize + 1);
+        let mut in_all = vec![false; span];
+        for &p in &all {
+            in_all[p as usize] = true;
+        }
+        let within = |s: &CpuSet| -> Vec<u32> {
+            s.iter()
+                .filter(|&p| in_all.get(p as usize).copied().unwrap_or(false))
+                .collect()
+        };
+        let mut cands: Vec<(LevelKind, Vec<Vec<u32>>)> = Vec::new();
+        let nodes: Vec<Vec<u32>> = m.cpu_nodes().map(|n| within(&n.cpus)).collect();
         cands.push((LevelKind::Node, nodes));
-        let packs: Vec<CpuSet> = m
+        let packs: Vec<Vec<u32>> = m
             .packages
             .iter()
-            .map(|p| p.cores.iter().flat_map(|c| c.pus.iter()).collect())
+            .map(|p| {
+                let mut v: Vec<u32> = p.cores.iter().flat_map(|c| c.pus.iter()).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
             .collect();
         cands.push((LevelKind::Package, packs));
         let mut levels: Vec<u8> = m
@@ -80,34 +98,44 @@ impl Tree {
         levels.sort_unstable_by(|a, b| b.cmp(a));
         levels.dedup();
         for l in levels {
-            let sets: Vec<CpuSet> = m
+            let sets: Vec<Vec<u32>> = m
                 .caches
                 .iter()
                 .filter(|c| c.level == l && c.kind != CacheKind::Instruction)
-                .map(|c| c.cpus.intersection(&all))
+                .map(|c| within(&c.cpus))
                 .collect();
             cands.push((LevelKind::Cache(l), sets));
         }
         cands.push((
             LevelKind::Core,
-            m.cores().map(|(_, c)| c.pus.clone()).collect(),
+            m.cores().map(|(_, c)| c.pus.iter().collect()).collect(),
         ));
-        cands.push((
-            LevelKind::Pu,
-            all.iter().map(|p| [p].into_iter().collect()).collect(),
-        ));
+        cands.push((LevelKind::Pu, all.iter().map(|&p| vec![p]).collect()));
 
-        // Dense tables indexed by cpu id: 0..=largest id.
-        let span = all.iter().max().map_or(0, |m| m as usize + 1);
         // Keep the nested chain, coarse to fine.
-        let mut kept: Vec<(LevelKind, Vec<CpuSet>)> = vec![(LevelKind::Machine, vec![all.clone()])];
+        let mut kept: Vec<(LevelKind, Vec<Vec<u32>>)> =
+            vec![(LevelKind::Machine, vec![all.clone()])];
+        let mut hit = vec![false; span];
+        let mut in_prev = vec![usize::MAX; span];
         for (kind, mut sets) in cands {
             sets.retain(|s| !s.is_empty());
-            sets.sort_by_key(|s| s.first());
+            sets.sort_by_key(|s| s.first().copied());
             sets.dedup();
-            let covered: usize = sets.iter().map(|s| s.len()).sum();
-            let union: CpuSet = sets.iter().flat_map(|s| s.iter()).collect();
-            if covered != all.len() || union != all {
+            // a partition of the PUs: as many members as PUs, all of them PUs, every PU among them
+            let covered: usize = sets.iter().map(Vec::len).sum();
+            hit.fill(false);
+            let mut distinct = 0;
+            let mut outside = false;
+            for &p in sets.iter().flatten() {
+                match hit.get_mut(p as usize) {
+                    Some(h) if in_all[p as usize] => {
+                        distinct += usize::from(!*h);
+                        *h = true;
+                    }
+                    _ => outside = true,
+                }
+            }
+            if covered != all.len() || outside || distinct != all.len() {
                 continue; // overlapping or partial: not a partition of the PUs
             }
             let Some((_, prev)) = kept.last() else {
@@ -115,16 +143,16 @@ impl Tree {
             };
             // Nested: all PUs of each set lie in one set of the previous level (O(P) with a
             // dense PU -> previous set index, instead of subset tests of every pair of sets).
-            let mut in_prev = vec![usize::MAX; span];
+            in_prev.fill(usize::MAX);
             for (i, p) in prev.iter().enumerate() {
-                for pu in p.iter() {
+                for &pu in p {
                     in_prev[pu as usize] = i;
                 }
             }
             let nested = sets.iter().all(|s| {
                 let mut it = s
                     .iter()
-                    .map(|pu| in_prev.get(pu as usize).copied().unwrap_or(usize::MAX));
+                    .map(|&pu| in_prev.get(pu as usize).copied().unwrap_or(usize::MAX));
                 let first = it.next().unwrap_or(usize::MAX);
                 first != usize::MAX && it.all(|x| x == first)
             });
@@ -140,35 +168,35 @@ impl Tree {
         Self::from_partitions(m, kept)
     }
 
-    fn from_partitions(m: &Machine, kept: Vec<(LevelKind, Vec<CpuSet>)>) -> Tree {
+    fn from_partitions(m: &Machine, kept: Vec<(LevelKind, Vec<Vec<u32>>)>) -> Tree {
         let depth = kept.len();
         // Leaf order: sort PUs by the index (in first-PU order) of their vertex at every level.
         let Some((_, leaves)) = kept.last() else {
             return Tree::empty();
         };
-        let mut pus: Vec<u32> = leaves.iter().filter_map(|s| s.first()).collect();
+        let mut pus: Vec<u32> = leaves.iter().filter_map(|s| s.first().copied()).collect();
         let span = pus.iter().max().map_or(0, |&m| m as usize + 1);
-        // keys[pu]: the index of the PU's set at every level (dense by cpu id)
-        let mut keys: Vec<Vec<usize>> = vec![vec![0; depth]; span];
+        // keys[pu * depth + level]: the index of the PU's set at every level (dense by cpu id)
+        let mut keys: Vec<usize> = vec![0; span * depth];
         for (lvl, (_, sets)) in kept.iter().enumerate() {
             for (i, s) in sets.iter().enumerate() {
-                for p in s.iter() {
-                    if let Some(k) = keys.get_mut(p as usize) {
-                        k[lvl] = i;
+                for &p in s {
+                    if let Some(k) = keys.get_mut(p as usize * depth + lvl) {
+                        *k = i;
                     }
                 }
             }
         }
-        pus.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
+        let key = |p: u32| &keys[p as usize * depth..(p as usize + 1) * depth];
+        pus.sort_by(|&a, &b| key(a).cmp(key(b)));
         let mut starts = Vec::with_capacity(depth);
         let mut group_of = Vec::with_capacity(depth);
-        #[allow(clippy::needless_range_loop)]
         for lvl in 0..depth {
             let mut st = Vec::new();
             let mut go = Vec::with_capacity(pus.len());
             let mut last: Option<usize> = None;
             for (leaf, p) in pus.iter().enumerate() {
-                let k = keys[*p as usize][lvl];
+                let k = key(*p)[lvl];
                 if last != Some(k) {
                     st.push(leaf);
                     last = Some(k);
@@ -184,10 +212,22 @@ impl Tree {
             .iter()
             .position(|k| *k == LevelKind::Node)
             .unwrap_or(if depth > 2 { 1 } else { 0 });
-        let node_pos = pus
-            .iter()
-            .map(|&p| m.node_of_pu(p).and_then(|id| m.node_index(id)))
-            .collect();
+        // the node position of each PU: the first node (in the machine's order) holding it, as
+        // `Machine::node_of_pu` finds it, for all PUs in one pass over the nodes
+        let mut node_of: Vec<Option<usize>> = vec![None; span];
+        let mut done = vec![false; span];
+        for n in &m.nodes {
+            let pos = m.node_index(n.id);
+            for p in n.cpus.iter() {
+                if let Some(d) = done.get_mut(p as usize) {
+                    if !*d {
+                        *d = true;
+                        node_of[p as usize] = pos;
+                    }
+                }
+            }
+        }
+        let node_pos = pus.iter().map(|&p| node_of[p as usize]).collect();
         Tree {
             kinds,
             pus,
