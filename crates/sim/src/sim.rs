@@ -51,7 +51,7 @@ type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 const ASID_SHIFT: u32 = 58;
 const LINE_MASK: u64 = (1 << ASID_SHIFT) - 1;
 /// Most processes a simulation holds: a cache entry keeps 62 bits of `key + 1` (its two low bits
-/// are the line state), so the address space above [`ASID_SHIFT`] has 4 bits. A 17th process's
+/// are the line state), so the address space above bit 58 (`ASID_SHIFT`) has 4 bits. A 17th process's
 /// lines would be stored truncated and never hit (found in issue 4's speed round).
 pub const MAX_PROCESSES: usize = 1 << (62 - ASID_SHIFT);
 /// Tracked cache instances that get their own directory bit; more alias (costing only precision).
