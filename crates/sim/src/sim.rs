@@ -1005,13 +1005,51 @@ impl Simulator {
     }
 
     /// One access through the cache hierarchy: (latency, stall before it such as a page fault).
+    /// A hit in the first level (most accesses of most runs) is handled here and returns before
+    /// the code of the other levels, which `access_beyond_l1` holds (one call site, inlined): the
+    /// same steps as one loop over the levels, in code the compiler lays out better for the hit.
     #[inline]
     fn access(&mut self, ti: usize, p: usize, t: f64, a: Access) -> (f64, f64) {
         let key = ((self.threads[ti].proc as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
         self.stats.accesses += 1;
         let pu = &self.pus[p];
+        let first = pu.path.first().and_then(|&k| {
+            self.stats.probes[0] += 1;
+            let st = self.caches[k].cache.touch(key);
+            if st.is_none() && self.caches[k].bit.is_some() {
+                // The first level missed: as the loop in `access_beyond_l1` does after a miss.
+                if let Some(victim) = self.caches[k].cache.lru(key) {
+                    self.dir.prefetch(victim);
+                }
+            }
+            Some((k, st?))
+        });
+        let Some((k, st)) = first else {
+            return self.access_beyond_l1(ti, p, t, a, key);
+        };
+        self.stats.hits[0] += 1;
+        let lat = pu.lat[0];
+        if !a.write && 0 < pu.n_private {
+            return (lat, 0.0);
+        }
+        if a.write && st == MODIFIED {
+            return (lat, 0.0);
+        }
+        if a.write && st == EXCLUSIVE {
+            self.dir.update(key, |e| e.dirty = true);
+            self.caches[k].cache.set_state(key, MODIFIED);
+            return (lat, 0.0);
+        }
+        self.coherent(ti, p, key, t, a.write, Some(0))
+    }
+
+    /// The rest of `access` after the first level missed (or when the path has no level): the
+    /// levels after the first, then the coherence actions. A hit here is never in the first level.
+    #[inline(always)]
+    fn access_beyond_l1(&mut self, ti: usize, p: usize, t: f64, a: Access, key: u64) -> (f64, f64) {
+        let pu = &self.pus[p];
         let mut hit = None;
-        for (pos, &k) in pu.path.iter().enumerate() {
+        for (pos, &k) in pu.path.iter().enumerate().skip(1) {
             if pos == 1 && self.threads[ti].l1_misses == 0 {
                 // The first level missed after a run of hits, so `next_op` started no fetches
                 // for this access: start the host's fetches of the last level's set, the line's
@@ -1024,8 +1062,8 @@ impl Simulator {
                 pr.pages.prefetch(a.vaddr >> pr.page_shift);
             }
             self.stats.probes[pos.min(7)] += 1;
-            if let Some(st) = self.caches[k].cache.touch(key) {
-                hit = Some((pos, st));
+            if self.caches[k].cache.touch(key).is_some() {
+                hit = Some(pos);
                 break;
             }
             // A tracked level missed: the fill that follows will most likely evict its least
@@ -1036,31 +1074,18 @@ impl Simulator {
                 }
             }
         }
-        if !matches!(hit, Some((0, _))) {
-            self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
-        }
-        if let Some((pos, st)) = hit {
+        self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
+        if let Some(pos) = hit {
             self.stats.hits[pos.min(7)] += 1;
-            let lat = pu.lat[pos];
             if !a.write && pos < pu.n_private {
                 for q in 0..pos {
                     let k = self.pus[p].path[q];
                     self.caches[k].cache.fill_absent(key, SHARED);
                 }
-                return (lat, 0.0);
-            }
-            if a.write && pos == 0 && st == MODIFIED {
-                return (lat, 0.0);
-            }
-            if a.write && pos == 0 && st == EXCLUSIVE {
-                self.dir.update(key, |e| e.dirty = true);
-                self.caches[self.pus[p].path[0]]
-                    .cache
-                    .set_state(key, MODIFIED);
-                return (lat, 0.0);
+                return (pu.lat[pos], 0.0);
             }
         }
-        self.coherent(ti, p, key, t, a.write, hit.map(|h| h.0))
+        self.coherent(ti, p, key, t, a.write, hit)
     }
 
     fn coherent(
