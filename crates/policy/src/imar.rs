@@ -32,7 +32,7 @@ pub struct TaskMetrics {
 /// Parameters of CIMAR and NIMAR with the paper's defaults (001 §4.2).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ImarParams {
-    /// δ_perf: only tasks with relative performance below it are candidates (0.8).
+    /// δ_perf: only tasks with relative performance at most δ_perf are candidates (0.8).
     pub delta_perf: f64,
     /// q1: destination free (2).
     pub q1: f64,
@@ -160,13 +160,14 @@ impl Ctx<'_> {
         q1 + q2 + q3 + q4
     }
 
-    /// Θ̂: the m tasks of lowest P̂, all with P̂ < δ_perf (Algorithm 1-2, line 2).
+    /// Θ̂: the m tasks of lowest P̂, all with P̂ ≤ δ_perf (001 §4.2: "verifying that P̂ ≤ δ_perf";
+    /// q4 below uses the strict P̂ < δ_perf the paper gives for it).
     fn candidates(&self) -> Vec<usize> {
         let mut c: Vec<(f64, usize)> = self
             .rel
             .iter()
             .enumerate()
-            .filter_map(|(t, r)| r.filter(|&r| r < self.params.delta_perf).map(|r| (r, t)))
+            .filter_map(|(t, r)| r.filter(|&r| r <= self.params.delta_perf).map(|r| (r, t)))
             .collect();
         c.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         c.truncate(self.params.m);

@@ -551,3 +551,77 @@ fn issue6_nimar_moves_never_overfill_a_node() {
     check_valid(&m, &p, n, "nimar");
     assert_ne!(p, current, "NIMAR still migrates here");
 }
+
+/// 001 §4.2: Θ̂ holds the tasks "verifying that P̂ ≤ δ_perf" — a task exactly at δ_perf is a
+/// candidate. With S_cache 1 and L 1, P = O²/A: t0 (O 2, A 2) P 2, t1 (O 3, A 3) P 3, P̄ 2.5, so
+/// P̂(t0) = 0.8 exactly. Both on node 0 of 2 nodes x 2 cores; t0's accesses all on node 1.
+/// Keeping t0: q1 0 + q2 4·d(0,1)/d(0,1) = 4 + q3 2 = 6; to free PU 2 on node 1: 2 + 4·20/10 + 2 =
+/// 12 > 6, so CIMAR moves t0 to PU 2 and NIMAR to node 1. With δ_perf just below 0.8, nothing moves.
+#[test]
+fn issue6_imar_candidate_at_exactly_delta_perf() {
+    let m = spec::resolve("pack:2 numa:1 core:2 pu:1").unwrap();
+    let task = |o: f64, by_node: Vec<f64>| TaskMetrics {
+        process: 0,
+        operations: o,
+        accesses: o,
+        latency_ns: 1.0,
+        accesses_by_node: by_node,
+        history: vec![],
+    };
+    let ts = vec![task(2.0, vec![0.0, 5.0]), task(3.0, vec![])];
+    let cur: Placement = vec![0, 1];
+    let p = ImarParams {
+        line_bytes: 1.0,
+        ..ImarParams::default()
+    };
+    assert_eq!(p.delta_perf, 0.8);
+    assert_eq!(imar::relative_performance(&ts, 1.0)[0], Some(0.8));
+    let c = imar::cimar_migrations(&m, &ts, &cur, p);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!((c[0].score, c[0].keep_score), (12.0, 6.0));
+    assert_eq!(imar::cimar(&m, &ts, &cur, p), vec![2, 1]);
+    let nm = imar::nimar_migrations(&m, &ts, &cur, p);
+    assert_eq!(nm.len(), 1, "{nm:?}");
+    assert_eq!(
+        (nm[0].tasks.clone(), nm[0].dest.clone()),
+        (vec![0], vec![1])
+    );
+    let below = ImarParams {
+        delta_perf: 0.79,
+        ..p
+    };
+    assert!(imar::cimar_migrations(&m, &ts, &cur, below).is_empty());
+    assert!(imar::nimar_migrations(&m, &ts, &cur, below).is_empty());
+}
+
+/// The latency-weighted cost (issue 6 item 2): each pair's weight times the mean of the two
+/// directions of the latency matrix between their nodes, the SLIT distances when no latency was
+/// measured, and no figure without either. Shares inside a cache count pairs under a shared L3.
+#[test]
+fn issue6_latency_cost_and_cache_share_by_hand() {
+    use numaff_policy::quality::{latency_cost, shares, tasks_per_node, tasks_per_pu};
+    let mut m = spec::resolve("pack:2 numa:1 l3:1 core:2 pu:1").unwrap();
+    let mut c = CommMatrix::new(3);
+    c.add_pair(0, 1, 10.0); // same node
+    c.add_pair(0, 2, 4.0); // across nodes
+    let p: Placement = vec![0, 1, 2];
+    m.distances = None;
+    m.latency_ns = None;
+    assert_eq!(latency_cost(&m, &c, &p), None);
+    m.distances = Some(vec![vec![10, 21], vec![21, 10]]);
+    assert_eq!(latency_cost(&m, &c, &p), Some(10.0 * 10.0 + 4.0 * 21.0));
+    // asymmetric measured latencies: 0->1 130 ns, 1->0 150 ns, so 140 across
+    m.latency_ns = Some(vec![vec![90.0, 130.0], vec![150.0, 95.0]]);
+    assert_eq!(latency_cost(&m, &c, &p), Some(10.0 * 90.0 + 4.0 * 140.0));
+    let s = shares(&m, &c, &p);
+    assert_eq!(s.core, 0.0);
+    assert_eq!(s.cache, Some(10.0 / 14.0));
+    assert_eq!(s.node, 10.0 / 14.0);
+    let tree = Tree::from_machine(&m);
+    assert_eq!(
+        tasks_per_pu(&tree, &p),
+        vec![(0, 1), (1, 1), (2, 1), (3, 0)]
+    );
+    let ids: Vec<u32> = m.nodes.iter().map(|n| n.id).collect();
+    assert_eq!(tasks_per_node(&m, &p), vec![(ids[0], 2), (ids[1], 1)]);
+}
