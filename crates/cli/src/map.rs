@@ -71,6 +71,12 @@ struct Figures {
     busiest_edge: Option<BusiestEdge>,
     /// (node id, tasks) per node with cpus.
     tasks_per_node: Vec<(u32, usize)>,
+    /// (PU, tasks) per PU of the machine, in tree order.
+    tasks_per_pu: Vec<(u32, usize)>,
+    /// Threads moved against the current placement (with --trace recorded on this machine),
+    /// counted up to swaps of interchangeable subtrees (`quality::moved_threads`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moved: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -283,6 +289,25 @@ pub fn run(args: &MapArgs) -> Result<()> {
             join(nodes)
         );
     }
+    let most = result
+        .tasks_per_pu
+        .iter()
+        .map(|&(_, c)| c)
+        .max()
+        .unwrap_or(0);
+    let used = result.tasks_per_pu.iter().filter(|&&(_, c)| c > 0).count();
+    let _ = writeln!(
+        text,
+        "tasks per PU: at most {most}, {used} of {} PUs used",
+        result.tasks_per_pu.len()
+    );
+    if let Some(moved) = result.moved {
+        let _ = writeln!(
+            text,
+            "threads moved against the current placement (up to symmetric swaps): {moved} of {}",
+            result.placement.len()
+        );
+    }
     text.push('\n');
     let mut rows = vec![result];
     rows.extend(baselines);
@@ -463,6 +488,8 @@ fn figures(
             shares: Some(quality::shares(machine, comm, &p)),
             busiest_edge: quality::busiest_edge(tree, comm, &p),
             tasks_per_node: quality::tasks_per_node(machine, &p),
+            tasks_per_pu: quality::tasks_per_pu(tree, &p),
+            moved: current.map(|c| quality::moved_threads(tree, c, &p)),
             placement: p,
             error: None,
         },
@@ -474,6 +501,8 @@ fn figures(
             shares: None,
             busiest_edge: None,
             tasks_per_node: Vec::new(),
+            tasks_per_pu: Vec::new(),
+            moved: None,
             error: Some(e.to_string()),
         },
     }

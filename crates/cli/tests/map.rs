@@ -74,6 +74,19 @@ fn issue6_map_json_has_placement_and_hop_cost() {
         .collect();
     assert_eq!(names, ["compact", "scatter"]);
     assert!(v["baselines"][1]["hop_cost"].as_f64().unwrap() >= v["hop_cost"].as_f64().unwrap());
+    // The JSON's hop cost is that of its placement under the tree distance, recomputed here.
+    let m = numaff_machine::spec::resolve("kmaf-sim-4x2").unwrap();
+    let tree = numaff_policy::Tree::from_machine(&m);
+    let text = std::fs::read_to_string(fixture("comm8.csv")).unwrap();
+    let comm = numaff_policy::CommMatrix::from_csv(&text, "comm8.csv").unwrap();
+    let p32: Vec<u32> = placement.iter().map(|&x| x as u32).collect();
+    assert_eq!(
+        v["hop_cost"].as_f64().unwrap(),
+        numaff_policy::quality::hop_cost(&tree, &comm, &p32)
+    );
+    let per_pu: Vec<(u32, usize)> = serde_json::from_value(v["tasks_per_pu"].clone()).unwrap();
+    assert_eq!(per_pu, (0..8).map(|pu| (pu, 1)).collect::<Vec<_>>());
+    assert!(v["moved"].is_null(), "no current placement from a matrix");
     // Locality keeps each communicating pair inside a node of this machine.
     for (a, b) in [(0, 1), (2, 3), (4, 5), (6, 7)] {
         assert_eq!(placement[a] / 2, placement[b] / 2, "{placement:?}");
@@ -103,6 +116,27 @@ fn issue6_map_saves_a_mapping_file_and_exports_it() {
     assert!(text.contains("algorithm = \"scatter\""), "{text}");
     assert!(text.contains("matrix_hash = \"fnv1a64:"), "{text}");
     assert!(text.contains("hop_cost = "), "{text}");
+    // Every field the issue names: machine fingerprint, tasks -> PUs, algorithm, inputs.
+    let f = numaff_policy::mapping::MappingFile::load(&file).unwrap();
+    let m = numaff_machine::spec::resolve("kmaf-sim-4x2").unwrap();
+    assert_eq!(
+        f.machine.fingerprint,
+        numaff_policy::mapping::fingerprint(&m)
+    );
+    assert!(f.matches(&m));
+    assert_eq!(f.algorithm, "scatter");
+    assert_eq!(f.tasks, 8);
+    let tree = numaff_policy::Tree::from_machine(&m);
+    assert_eq!(f.placement, numaff_policy::baselines::scatter(&tree, 8));
+    assert!(
+        f.input.matrix.as_deref().unwrap().ends_with("comm8.csv"),
+        "{text}"
+    );
+    let csv = std::fs::read(fixture("comm8.csv")).unwrap();
+    assert_eq!(
+        f.input.matrix_hash.as_deref(),
+        Some(numaff_policy::mapping::hash_bytes(&csv).as_str())
+    );
     // Re-exported from the file: stdout is the syntax alone, usage on stderr.
     numaff()
         .args([
@@ -352,6 +386,17 @@ fn issue6_map_from_a_trace() {
         x["hop_cost"].as_f64().unwrap() / x["baselines"][0]["hop_cost"].as_f64().unwrap()
     };
     assert!((ratio(&v) - ratio(&h)).abs() < 1e-9, "{v}\n{h}");
+    // The trace's current placement is thread i on cpu i (= compact here): compact moves nobody;
+    // scatter [0,2,4,6,1,3,5,7] splits every node's pair, and with whole nodes relabelled it keeps
+    // one task per node in place, so 4 of 8 move.
+    let moved = |x: &serde_json::Value| x["moved"].as_u64().unwrap();
+    assert_eq!(v["baselines"][0]["algorithm"], "compact");
+    assert_eq!(moved(&v["baselines"][0]), 0, "{v}");
+    assert_eq!(moved(&v["baselines"][1]), 4, "{v}");
+    assert!(
+        h["moved"].is_null(),
+        "no current placement from a matrix: {h}"
+    );
     let file = std::fs::read_to_string(&saved).unwrap();
     assert!(file.contains("trace = "), "{file}");
     // The trace was recorded on kmaf-sim-4x2: ondeloc starts from each thread's last cpu, and
@@ -372,6 +417,13 @@ fn issue6_map_from_a_trace() {
     assert!(out.status.success(), "{text}");
     assert!(
         text.contains("current placement (cpu of each at its last sample): yes"),
+        "{text}"
+    );
+    // ondeloc finds room on every thread's current node, so every thread keeps its cpu.
+    assert!(
+        text.contains(
+            "threads moved against the current placement (up to symmetric swaps): 0 of 8"
+        ),
         "{text}"
     );
     // An empty trace is a clear error.
