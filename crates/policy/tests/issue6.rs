@@ -625,3 +625,44 @@ fn issue6_latency_cost_and_cache_share_by_hand() {
     let ids: Vec<u32> = m.nodes.iter().map(|n| n.id).collect();
     assert_eq!(tasks_per_node(&m, &p), vec![(ids[0], 2), (ids[1], 1)]);
 }
+
+/// "Keep" is scored and a migration must beat it (001 §4.2-4.3), checked against hand scores rather
+/// than the algorithm's own `keep_score`. 2 nodes x 2 cores, t0 (P̂ 0.12) and t1 on node 0, t0's
+/// accesses all on node 0 (preferred = current). Keeping t0: q1 0 (its core / a full node) + q2
+/// 4·10/10 + q3 2 = 6; moving it to node 1 (free): q1 2 + q2 4·10/20 + q3 2 = 6, a tie, so neither
+/// CIMAR nor NIMAR moves it. With a better past performance on node 1 (q3 4) the move scores 8 > 6.
+#[test]
+fn issue6_imar_move_only_when_it_beats_keeping_by_hand() {
+    let m = spec::resolve("pack:2 numa:1 core:2 pu:1").unwrap();
+    let task = |o: f64, by_node: Vec<f64>| TaskMetrics {
+        process: 0,
+        operations: o,
+        accesses: 10.0,
+        latency_ns: 100.0,
+        accesses_by_node: by_node,
+        history: vec![],
+    };
+    let mut ts = vec![task(100.0, vec![5.0, 0.0]), task(400.0, vec![])];
+    let cur: Placement = vec![0, 1];
+    let p = ImarParams::default();
+    assert!(imar::relative_performance(&ts, p.line_bytes)[0].unwrap() < 0.2);
+    assert_eq!(imar::cimar_migrations(&m, &ts, &cur, p), vec![]);
+    assert_eq!(imar::nimar_migrations(&m, &ts, &cur, p), vec![]);
+    assert_eq!(imar::cimar(&m, &ts, &cur, p), cur);
+    assert_eq!(imar::nimar(&m, &ts, &cur, p), cur);
+    ts[0].history = vec![None, Some(1.0)];
+    let c = imar::cimar_migrations(&m, &ts, &cur, p);
+    assert_eq!(
+        (c.len(), c[0].score, c[0].keep_score),
+        (1, 8.0, 6.0),
+        "{c:?}"
+    );
+    assert_eq!(imar::cimar(&m, &ts, &cur, p), vec![2, 1]);
+    let nm = imar::nimar_migrations(&m, &ts, &cur, p);
+    assert_eq!(
+        (nm.len(), nm[0].score, nm[0].keep_score),
+        (1, 8.0, 6.0),
+        "{nm:?}"
+    );
+    assert_eq!(imar::nimar(&m, &ts, &cur, p), vec![2, 1]);
+}
