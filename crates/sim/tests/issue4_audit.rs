@@ -259,3 +259,43 @@ fn issue4_audit_energy_is_static_power_times_time_plus_events() {
         r.energy_j
     );
 }
+
+#[test]
+fn issue4_audit_hinting_faults_walk_pages_in_order_kmaf_faults_pick_at_random() {
+    let spec =
+        || ProcessSpec::new("w", DataPolicy::FirstTouch).thread(pages_reader(0, 1 << 20, 2000));
+    let rounds = |scan: bool| {
+        let cfg = SimConfig {
+            first_touch_samples: false,
+            induced_faults: Some(InducedFaults {
+                interval_ns: 20_000,
+                fraction: 0.25,
+                cost_ns: 100.0,
+                scan,
+            }),
+            ..SimConfig::default()
+        };
+        let (_, s) = run_with_samples(cfg, spec());
+        let pages: Vec<u64> = s.iter().map(|x| (x.vaddr - BASE) >> 12).collect();
+        assert!(pages.len() >= 128, "{}", pages.len());
+        pages
+    };
+    // NUMA-balancing-like: each round marks the next quarter of the pages in first-touch order.
+    let scan = rounds(true);
+    let mut first: Vec<u64> = scan[..64].to_vec();
+    first.sort();
+    assert_eq!(first, (0..64).collect::<Vec<_>>());
+    let mut second: Vec<u64> = scan[64..128].to_vec();
+    second.sort();
+    assert_eq!(second, (64..128).collect::<Vec<_>>());
+    // kMAF-like: a random quarter each round (with repeats, so fewer than 64 distinct pages).
+    let random = rounds(false);
+    let mut first: Vec<u64> = random.iter().copied().take(48).collect();
+    first.sort();
+    first.dedup();
+    assert_ne!(
+        first,
+        (0..first.len() as u64).collect::<Vec<_>>(),
+        "not in order"
+    );
+}
