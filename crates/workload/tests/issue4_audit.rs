@@ -253,3 +253,43 @@ fn issue4_audit_every_data_policy_places_as_named() {
     assert!(remote_share(&ol) <= remote_share(&ft) + 1e-9);
     assert!(remote_share(&ol) < 0.2 && remote_share(&or) > 0.95);
 }
+
+#[test]
+fn issue4_audit_huge_pages_when_asked_by_file_or_option() {
+    let text = r#"name = "h"
+description = "SP on 2 MiB pages"
+follows = "000 §3.1 SP"
+[[program]]
+kernel = "sp"
+threads = 4
+lines = 8192
+iterations = 2
+compute_cycles = 2
+write_fraction = 0.5
+huge_pages = true
+"#;
+    let huge = Workload::from_toml(text, "h.toml").unwrap();
+    assert!(huge.programs[0].huge_pages);
+    let mut base = huge.clone();
+    base.programs[0].huge_pages = false;
+    let (rh, rb) = (
+        sim(&huge, "compact", DataChoice::FirstTouch),
+        sim(&base, "compact", DataChoice::FirstTouch),
+    );
+    println!(
+        "page faults: 4 KiB {}, 2 MiB {}",
+        rb.page_faults, rh.page_faults
+    );
+    // 4 threads x 512 KiB: 512 base pages, 1 or 2 huge pages.
+    assert!(
+        rb.page_faults >= 512 && rh.page_faults <= 2,
+        "{} {}",
+        rb.page_faults,
+        rh.page_faults
+    );
+    assert_eq!(rh.accesses, rb.accesses);
+    // The oracles work on the page size the program uses: one 2 MiB page, one node.
+    let ol = sim(&huge, "scatter", DataChoice::OracleLocal);
+    assert!(ol.remote_accesses > 0 && ol.local_accesses > 0);
+    assert!(base.with_huge_pages().programs[0].huge_pages);
+}
