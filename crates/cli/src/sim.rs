@@ -44,6 +44,10 @@ pub struct SimArgs {
     /// Scale every array of the workload by this factor.
     #[arg(long, value_name = "F")]
     scale: Option<f64>,
+    /// Back every program's memory with 2 MiB pages instead of the machine's base pages (as
+    /// `huge_pages = true` in a workload file's [[program]]).
+    #[arg(long)]
+    huge_pages: bool,
     /// Seed (random placement, os scheduler moves, samplers).
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
@@ -118,6 +122,9 @@ pub fn run(args: &SimArgs) -> Result<()> {
     };
     if let Some(n) = args.nthreads {
         workload = workload.with_threads(n);
+    }
+    if args.huge_pages {
+        workload = workload.with_huge_pages();
     }
     if let Some(f) = args.scale {
         if f.is_nan() || f <= 0.0 {

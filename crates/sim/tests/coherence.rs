@@ -43,7 +43,7 @@ fn latencies_of(s: &[Sample], cpu: u32) -> Vec<f64> {
 }
 
 #[test]
-fn a_read_of_a_line_dirty_elsewhere_is_a_c2c_transfer_priced_by_distance() {
+fn issue4_a_read_of_a_line_dirty_elsewhere_is_a_c2c_transfer_priced_by_distance() {
     let w = Op::Access(Access::write(X));
     let r = Op::Access(Access::read(X));
     // Same node, other core: 45 ns.
@@ -62,7 +62,7 @@ fn a_read_of_a_line_dirty_elsewhere_is_a_c2c_transfer_priced_by_distance() {
 }
 
 #[test]
-fn writes_invalidate_other_copies_and_ping_pong() {
+fn issue4_writes_invalidate_other_copies_and_ping_pong() {
     let w = Op::Access(Access::write(X));
     let r = Op::Access(Access::read(X));
     let b = Op::Barrier;

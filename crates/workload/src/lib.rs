@@ -184,13 +184,18 @@ pub fn thread_ops(p: &Program) -> Vec<Ops> {
         .collect()
 }
 
-/// A profile of program `p` placed on `cpus`: per page (machine page size), the accesses from each
+/// A profile of program `p` placed on `cpus`: per page (machine page size, or 2 MiB when the
+/// program asks for huge pages), the accesses from each
 /// node's cpus (index = node position in `machine.nodes`). Made by replaying the generator's own
 /// access streams, every access counted once whether or not it would hit a cache (the oracle of
 /// kMAF §3.1 counted accesses in Pin traces the same way). Threads moved by the os policy are
 /// counted on their initial cpu.
 pub fn profile(machine: &Machine, p: &Program, cpus: &[u32]) -> HashMap<u64, Vec<u64>> {
-    let shift = machine.page_size.max(4096).trailing_zeros();
+    let shift = if p.huge_pages {
+        21
+    } else {
+        machine.page_size.max(4096).trailing_zeros()
+    };
     let nodes = machine.nodes.len();
     let mut counts: HashMap<u64, Vec<u64>> = HashMap::new();
     for (t, ops) in thread_ops(p).into_iter().enumerate() {
@@ -288,6 +293,9 @@ pub fn build(
             )),
         };
         let mut spec = ProcessSpec::new(p.display_name(), policy).starting_at(p.start_ns);
+        if p.huge_pages {
+            spec = spec.with_huge_pages();
+        }
         for (t, ops) in thread_ops(p).into_iter().enumerate() {
             spec = spec.thread(ThreadSpec::new(
                 format!("{}.{t}", p.display_name()),

@@ -149,6 +149,10 @@ pub struct Program {
     /// Seed of the generator's random choices (part of the workload, not of the run).
     #[serde(default)]
     pub seed: u64,
+    /// Back the program's memory with 2 MiB pages (transparent huge pages) instead of the
+    /// machine's base pages; queued kernels run in the same process and share this choice.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub huge_pages: bool,
     /// Kernels the same threads run afterwards, one after the other (a queue of tasks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub then: Vec<Program>,
@@ -234,6 +238,14 @@ impl Workload {
             if p.replay.is_none() {
                 p.threads = threads.max(1);
             }
+        }
+        self
+    }
+
+    /// The same workload with every program on 2 MiB pages (`numaff sim --huge-pages`).
+    pub fn with_huge_pages(mut self) -> Self {
+        for p in &mut self.programs {
+            p.huge_pages = true;
         }
         self
     }

@@ -126,6 +126,7 @@ pub fn from_samples(
             compute_cycles: 0,
             write_fraction: 0.0,
             phases: 1,
+            huge_pages: false,
             phase_shift: 0,
             seed: 0,
             then: Vec::new(),
