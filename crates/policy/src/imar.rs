@@ -160,8 +160,9 @@ impl Ctx<'_> {
         q1 + q2 + q3 + q4
     }
 
-    /// Θ̂: the m tasks of lowest P̂, all with P̂ ≤ δ_perf (001 §4.2: "verifying that P̂ ≤ δ_perf";
-    /// q4 below uses the strict P̂ < δ_perf the paper gives for it).
+    /// Θ̂: the m tasks of lowest P̂, all with P̂ ≤ δ_perf (001 §4.2's prose: "verifying that
+    /// P̂ ≤ δ_perf"; the pseudocode of Algorithms 1-2, line 2, writes `<`, we follow the prose; q4
+    /// below uses the strict P̂ < δ_perf the paper gives for it).
     fn candidates(&self) -> Vec<usize> {
         let mut c: Vec<(f64, usize)> = self
             .rel
