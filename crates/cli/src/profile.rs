@@ -266,6 +266,16 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         "numaff: induced faults: {}",
         describe_induce(induce, args.induce_rate)
     );
+    // Transparent huge pages: a first touch of a huge page faults once per 2 MiB, so the sampler
+    // sees one sample for 512 base pages there. Said at start, watched while the program runs.
+    let thp = numaff_linux::thp::thp_mode();
+    if let Some(m) = thp.filter(|&m| m != numaff_linux::thp::ThpMode::Never) {
+        eprintln!(
+            "numaff: transparent huge pages: {} (a first touch of a huge page faults once per 2 MiB: one sample for its 512 pages)",
+            m.as_str()
+        );
+    }
+    let mut thp_bytes_max: u64 = 0;
     let mut soft_dirty =
         (induce == Induce::SoftDirty).then(|| SoftDirtyRearmer::new(target, args.induce_rate));
 
@@ -329,6 +339,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
                 for t in threads {
                     meta.thread_names.insert(t.tid as u32, t.name);
                 }
+            }
+            if let Some(b) = numaff_linux::thp::anon_huge_bytes(target) {
+                thp_bytes_max = thp_bytes_max.max(b);
             }
             last_names = Instant::now();
         }
@@ -419,6 +432,11 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     meta.rates.insert("wall_s".into(), wall.as_secs_f64());
     meta.rates
         .insert("samples_per_s".into(), samples as f64 / secs);
+    if let Some(m) = thp {
+        meta.rates.insert("thp_mode".into(), m.as_rate());
+        meta.rates
+            .insert("thp_bytes_max".into(), thp_bytes_max as f64);
+    }
     writer.append_meta(&TraceMeta {
         rates: meta.rates.clone(),
         thread_names: meta.thread_names.clone(),
@@ -448,6 +466,13 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             String::new()
         };
         println!("numaff: cpu time: numaff {own:.3} s{per_sample}, the program {program:.3} s");
+    }
+    if thp_bytes_max > 0 {
+        println!(
+            "numaff: transparent huge pages: up to {:.1} MiB of the program's memory ({} huge pages) was in 2 MiB pages, each sampled as one first touch (recorded as thp_bytes_max)",
+            thp_bytes_max as f64 / (1u64 << 20) as f64,
+            thp_bytes_max >> 21
+        );
     }
     if lost > 0 {
         println!(
