@@ -146,6 +146,11 @@ pub struct PageUsage {
     pub dropped_samples: u64,
     /// Memory of the NUMA table, bytes.
     pub table_bytes: u64,
+    /// Memory of kMAF's sharing table, bytes (bounded by `AnalyzeConfig::sharing`: 8 per entry).
+    pub sharing_table_bytes: u64,
+    /// Blocks that replaced another block in their sharing-table entry (the table's hash
+    /// collisions: their earlier block vectors were forgotten).
+    pub sharing_conflicts: u64,
 }
 
 /// What the sampler saw.
@@ -671,6 +676,8 @@ where
             shared_pages: shared,
             dropped_samples: table.dropped(),
             table_bytes: table.memory_bytes(),
+            sharing_table_bytes: tables.sharing.memory_bytes(),
+            sharing_conflicts: tables.sharing.conflicts(),
         },
         coverage: Coverage {
             sampler: meta.sampler.clone(),
@@ -760,6 +767,8 @@ pub fn analyze_messages(messages: &[CommEvent], cfg: &AnalyzeConfig) -> Analysis
             shared_pages: 0,
             dropped_samples: 0,
             table_bytes: 0,
+            sharing_table_bytes: 0,
+            sharing_conflicts: 0,
         },
         coverage: Coverage {
             sampler: Some("mpi-messages".into()),
@@ -919,6 +928,44 @@ mod tests {
             })
             .collect();
         assert_eq!(commc(&events, &assign, a.clustering.k, 8), a.metrics.CommC);
+    }
+
+    #[test]
+    fn issue5_table_memory_is_bounded_by_the_config_and_reported() {
+        let f = |i: u64| Sample {
+            time_ns: i,
+            pid: 1,
+            tid: (i % 4) as u32,
+            cpu: 0,
+            node: (i % 2) as u32,
+            addr: i * 4096 * 7,
+            kind: Kind::Fault,
+            latency_ns: None,
+            data_source: None,
+        };
+        let s: Vec<Sample> = (0..20_000).map(f).collect();
+        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default());
+        // kMAF's Table 3 defaults: 1 Mi entries of 8 bytes, whatever the trace.
+        assert_eq!(a.pages.sharing_table_bytes, 8 << 20);
+        assert_eq!(a.pages.pages, 20_000);
+        assert!(a.pages.table_bytes >= 20_000 * 2, "{}", a.pages.table_bytes);
+        // A small configuration bounds both tables: pages beyond the limit are dropped and counted.
+        let cfg = AnalyzeConfig {
+            max_pages: 4096,
+            sharing: SharingTableConfig {
+                blocks: 1024,
+                block_bytes: 256,
+            },
+            ..AnalyzeConfig::default()
+        };
+        let a = analyze_samples(&s, &TraceMeta::default(), &cfg);
+        assert_eq!(a.pages.sharing_table_bytes, 8 * 1024);
+        assert!(a.pages.table_bytes <= 4096 * 2, "{}", a.pages.table_bytes);
+        assert!(a.pages.pages <= 4096 && a.pages.dropped_samples >= 20_000 - 4096);
+        assert!(
+            a.pages.sharing_conflicts > 0,
+            "1024 entries for 20 000 blocks"
+        );
     }
 
     #[test]

@@ -193,6 +193,13 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
             .map_or(String::new(), |s| format!("; sampler {s}{}", period_words(c)))
     );
     }
+    if let Some(&b) = c.rates.get("thp_bytes_max").filter(|&&b| b > 0.0) {
+        let _ = writeln!(
+            s,
+            "transparent huge pages: up to {:.1} MiB of the program's memory was in 2 MiB pages, sampled once per huge page at first touch",
+            b / (1u64 << 20) as f64
+        );
+    }
     let _ = writeln!(
         s,
         "communication: {} events ({}), {} cluster{} in time",
@@ -280,6 +287,15 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
         node_list(&p.first_touch_per_node),
         node_list(&p.most_used_per_node)
     );
+    if p.table_bytes > 0 || p.sharing_table_bytes > 0 {
+        let _ = writeln!(
+            s,
+            "tables: NUMA table {}, sharing table {} ({} block conflicts)",
+            bytes(p.table_bytes as f64),
+            bytes(p.sharing_table_bytes as f64),
+            p.sharing_conflicts
+        );
+    }
     if p.dropped_samples > 0 {
         let _ = writeln!(
             s,
@@ -882,11 +898,12 @@ figcaption {{ font-size: 0.9em; color: #555; }}
         (
             "pages".into(),
             format!(
-                "{} of {}, {} used from more than one node; NUMA table {}{}",
+                "{} of {}, {} used from more than one node; NUMA table {}, sharing table {}{}",
                 a.pages.pages,
                 bytes(a.pages.page_size as f64),
                 a.pages.shared_pages,
                 bytes(a.pages.table_bytes as f64),
+                bytes(a.pages.sharing_table_bytes as f64),
                 if a.pages.dropped_samples > 0 {
                     format!(", {} samples did not fit", a.pages.dropped_samples)
                 } else {

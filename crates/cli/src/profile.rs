@@ -15,7 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 
 use numaff_behave::perf_script::PerfScriptReader;
-use numaff_behave::{Sample, TraceError, TraceMeta, TraceWriter};
+use numaff_behave::{Sample, TraceError, TraceMeta, TraceReader, TraceWriter};
 use numaff_linux::induce::{self, Induce, SoftDirtyRearmer};
 use numaff_linux::pmu;
 use numaff_linux::sampler::{self, AccessSampler, SamplePeriod, SamplerEvent};
@@ -56,7 +56,8 @@ pub struct ProfileArgs {
     #[arg(long)]
     list_samplers: bool,
     /// Convert `perf script` text (e.g. from `perf mem record`) into a trace instead of sampling;
-    /// cpus are mapped to this machine's nodes (see README "Importing perf script output").
+    /// cpus are mapped to this machine's nodes (see README "Importing perf script output"). A
+    /// numaff trace (Parquet or CSV) is converted to the format of `-o` (CSV export or import).
     #[arg(long, value_name = "PERF_TXT", conflicts_with_all = ["command", "pid"])]
     import: Option<PathBuf>,
     /// The program and its arguments.
@@ -158,6 +159,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         return Ok(());
     }
     if let Some(input) = &args.import {
+        if is_trace(input) {
+            return convert_trace(input, &args.output);
+        }
         return import_perf_script(input, &args.output);
     }
     let events = sampler_events(args)?;
@@ -266,6 +270,16 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         "numaff: induced faults: {}",
         describe_induce(induce, args.induce_rate)
     );
+    // Transparent huge pages: a first touch of a huge page faults once per 2 MiB, so the sampler
+    // sees one sample for 512 base pages there. Said at start, watched while the program runs.
+    let thp = numaff_linux::thp::thp_mode();
+    if let Some(m) = thp.filter(|&m| m != numaff_linux::thp::ThpMode::Never) {
+        eprintln!(
+            "numaff: transparent huge pages: {} (a first touch of a huge page faults once per 2 MiB: one sample for its 512 pages)",
+            m.as_str()
+        );
+    }
+    let mut thp_bytes_max: u64 = 0;
     let mut soft_dirty =
         (induce == Induce::SoftDirty).then(|| SoftDirtyRearmer::new(target, args.induce_rate));
 
@@ -329,6 +343,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
                 for t in threads {
                     meta.thread_names.insert(t.tid as u32, t.name);
                 }
+            }
+            if let Some(b) = numaff_linux::thp::anon_huge_bytes(target) {
+                thp_bytes_max = thp_bytes_max.max(b);
             }
             last_names = Instant::now();
         }
@@ -419,6 +436,11 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     meta.rates.insert("wall_s".into(), wall.as_secs_f64());
     meta.rates
         .insert("samples_per_s".into(), samples as f64 / secs);
+    if let Some(m) = thp {
+        meta.rates.insert("thp_mode".into(), m.as_rate());
+        meta.rates
+            .insert("thp_bytes_max".into(), thp_bytes_max as f64);
+    }
     writer.append_meta(&TraceMeta {
         rates: meta.rates.clone(),
         thread_names: meta.thread_names.clone(),
@@ -448,6 +470,13 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             String::new()
         };
         println!("numaff: cpu time: numaff {own:.3} s{per_sample}, the program {program:.3} s");
+    }
+    if thp_bytes_max > 0 {
+        println!(
+            "numaff: transparent huge pages: up to {:.1} MiB of the program's memory ({} huge pages) was in 2 MiB pages, each sampled as one first touch (recorded as thp_bytes_max)",
+            thp_bytes_max as f64 / (1u64 << 20) as f64,
+            thp_bytes_max >> 21
+        );
     }
     if lost > 0 {
         println!(
@@ -570,6 +599,50 @@ fn cpus_and_nodes(machine: &numaff_machine::Machine) -> (Vec<u32>, Vec<u32>) {
         node_of_cpu[c as usize] = machine.node_of_pu(c).unwrap_or(0);
     }
     (cpus, node_of_cpu)
+}
+
+/// Whether `path` holds a numaff trace: Parquet (its `PAR1` magic) or CSV whose first line that
+/// is not blank or a `#` comment is a header naming `time_ns`.
+fn is_trace(path: &std::path::Path) -> bool {
+    use std::io::{BufRead, Read};
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut r = std::io::BufReader::new(f);
+    let mut magic = [0u8; 4];
+    if r.read_exact(&mut magic).is_ok() && &magic == b"PAR1" {
+        return true;
+    }
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    std::io::BufReader::new(f)
+        .lines()
+        .map_while(|l| l.ok())
+        .take(1000)
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .is_some_and(|l| l.split(',').any(|c| c.trim() == "time_ns"))
+}
+
+/// `numaff profile --import TRACE -o TRACE2`: a trace streamed into the format of `-o` (Parquet to
+/// CSV is the CSV export; CSV to Parquet the import), the metadata kept where the format holds it.
+fn convert_trace(input: &std::path::Path, output: &std::path::Path) -> Result<()> {
+    let mut reader = TraceReader::open(input)?;
+    let meta = reader.meta().clone();
+    let mut writer = TraceWriter::create(output, &meta)?;
+    let mut samples = 0u64;
+    for batch in reader.by_ref() {
+        let batch = batch?;
+        samples += batch.len() as u64;
+        writer.write_all(&batch)?;
+    }
+    writer.finish()?;
+    println!(
+        "numaff: converted {samples} samples from {} to {}",
+        input.display(),
+        output.display()
+    );
+    Ok(())
 }
 
 /// `numaff profile --import PERF_TXT -o TRACE`: `perf script` text to a trace, the node of each

@@ -366,3 +366,114 @@ fn issue5_analyze_mpi_messages() {
         "{stderr}"
     );
 }
+
+/// Issue 5 item 1: the reader streams, so a trace larger than memory can be analysed. A trace of
+/// 3 M fault samples (160 MiB as `Sample`s in memory, written batch by batch) is analysed by
+/// `numaff analyze` with a peak resident set (the child's own, from wait4) well under the size of
+/// its samples: the analysis holds a batch of rows and its tables, never the whole trace.
+#[test]
+fn issue5_analyze_streams_a_trace_larger_than_its_memory() {
+    use numaff_behave::trace::TraceWriter;
+    use std::os::unix::process::ExitStatusExt;
+    const N: u64 = 3_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.parquet");
+    let mut w = TraceWriter::create(&path, &TraceMeta::default()).expect("create");
+    let mut batch = Vec::with_capacity(65_536);
+    for i in 0..N {
+        let tid = (i % 16) as u32;
+        batch.push(Sample {
+            time_ns: i * 100,
+            pid: 9,
+            tid: 100 + tid,
+            cpu: tid,
+            node: tid / 8,
+            // 4096 pages, each touched by the 16 threads in turn.
+            addr: 0x7f00_0000_0000 + ((i / 16) % 4096) * 4096 + u64::from(tid) * 256,
+            kind: Kind::Fault,
+            latency_ns: None,
+            data_source: None,
+        });
+        if batch.len() == batch.capacity() {
+            w.write_all(&batch).expect("write");
+            batch.clear();
+        }
+    }
+    w.write_all(&batch).expect("write");
+    w.finish().expect("finish");
+    let in_memory = N * std::mem::size_of::<Sample>() as u64;
+
+    let out_path = dir.path().join("out.json");
+    // Reaped by wait4 below (for its own rusage), not by Child::wait.
+    #[allow(clippy::zombie_processes)]
+    let child = Command::cargo_bin("numaff")
+        .expect("numaff binary")
+        .args(["analyze", path.to_str().unwrap(), "--json"])
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .spawn()
+        .expect("numaff runs");
+    let mut status = 0i32;
+    // SAFETY: rusage is plain integers, for which all-zero bytes are valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child with valid pointers to a status and a rusage.
+    let r = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(r, child.id() as libc::pid_t);
+    assert!(
+        std::process::ExitStatus::from_raw(status).success(),
+        "analyze failed: {status}"
+    );
+    let peak = usage.ru_maxrss as u64 * 1024;
+    assert!(
+        peak < in_memory / 2,
+        "peak RSS {peak} bytes for a trace of {in_memory} bytes in memory"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("JSON");
+    assert_eq!(v["coverage"]["samples"], N);
+    assert_eq!(v["threads"].as_array().map(Vec::len), Some(16));
+    assert_eq!(v["pages"]["pages"], 4096);
+    eprintln!(
+        "peak RSS {} MiB, samples {} MiB",
+        peak >> 20,
+        in_memory >> 20
+    );
+}
+
+/// Issue 5 item 1: CSV export and import from the command line. `numaff profile --import` converts
+/// a Parquet trace to CSV and back, sample for sample (CSV carries no metadata).
+#[test]
+fn issue5_profile_import_exports_csv_and_imports_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = trace_in(dir.path(), "t.parquet");
+    let csv = dir.path().join("t.csv");
+    let back = dir.path().join("back.parquet");
+    for (from, to) in [(&parquet, &csv), (&csv, &back)] {
+        let out = numaff(&[
+            "profile",
+            "--import",
+            from.to_str().unwrap(),
+            "-o",
+            to.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("converted 2400 samples"));
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        text.starts_with("time_ns,pid,tid,cpu,node,addr,kind"),
+        "{text:.80}"
+    );
+    assert_eq!(text.lines().count(), 2401);
+    let read = |p: &Path| {
+        numaff_behave::TraceReader::open(p)
+            .unwrap()
+            .read_all()
+            .unwrap()
+    };
+    assert_eq!(read(&csv), neighbour_trace());
+    assert_eq!(read(&back), neighbour_trace());
+}

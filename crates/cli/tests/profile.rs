@@ -96,8 +96,8 @@ fn profile_four_threads_touching_their_buffers() {
     );
     assert!(stdout.contains("numaff analyze"), "{stdout}");
     assert!(
-        stderr.contains("sees"),
-        "the sampler says what it sees: {stderr}"
+        stderr.contains("sees") && stderr.contains("rate:") && stderr.contains("cost:"),
+        "the sampler says what it sees, its rate and its cost: {stderr}"
     );
 
     let bufs = buffers(&stdout);
@@ -444,4 +444,80 @@ fn issue5_the_program_gets_numaffs_environment_and_samples_name_real_cpus() {
     // SAFETY: sysconf has no memory-safety preconditions.
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
     assert!(samples.iter().all(|s| s.cpu < cpus), "a cpu out of range");
+}
+
+/// With transparent huge pages a first touch faults once per 2 MiB: numaff says so at start, watches
+/// the program's huge pages, records `thp_mode` and `thp_bytes_max` in the trace and reports them,
+/// and `numaff analyze` repeats it.
+#[test]
+fn issue5_transparent_huge_pages_are_reported_and_recorded() {
+    if !perf_allowed() {
+        eprintln!("skipped: perf_event_paranoid > 2 and not root");
+        return;
+    }
+    let mode =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if mode.is_empty() || mode.contains("[never]") {
+        eprintln!("skipped: transparent huge pages are off here ({mode:?})");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(prog) = compile(dir.path(), "thp") else {
+        eprintln!("skipped: no C compiler");
+        return;
+    };
+    let trace = dir.path().join("t.parquet");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--induce", "off", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .output()
+        .expect("run numaff");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "numaff failed: {stdout}\n{stderr}");
+    assert!(
+        stderr.contains("transparent huge pages: ") && stderr.contains("once per 2 MiB"),
+        "THP mode said at start: {stderr}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("BUF "))
+        .expect("BUF line");
+    let f: Vec<u64> = line[4..]
+        .split(' ')
+        .map(|x| x.parse().expect("number"))
+        .collect();
+    let reader = TraceReader::open(&trace).expect("open trace");
+    let rates = reader.meta().rates.clone();
+    let expected_mode = if mode.contains("[always]") { 2.0 } else { 1.0 };
+    assert_eq!(rates.get("thp_mode"), Some(&expected_mode), "{rates:?}");
+    let thp_bytes = rates.get("thp_bytes_max").copied().unwrap_or(0.0);
+    let samples = reader.read_all().expect("read trace");
+    let in_buf = samples
+        .iter()
+        .filter(|s| (f[0]..f[1]).contains(&s.addr))
+        .count();
+    // 8 MiB = 4 huge pages (2048 base pages): a handful of faults, not 2048.
+    assert!(
+        (1..=64).contains(&in_buf),
+        "{in_buf} samples in the huge-page buffer"
+    );
+    assert!(
+        thp_bytes >= (4u64 << 20) as f64,
+        "thp_bytes_max {thp_bytes}"
+    );
+    assert!(
+        stdout.contains("MiB of the program's memory") && stdout.contains("huge pages"),
+        "{stdout}"
+    );
+    let out = Command::new(cargo_bin("numaff"))
+        .arg("analyze")
+        .arg(&trace)
+        .output()
+        .expect("run numaff analyze");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("transparent huge pages: up to"), "{text}");
 }

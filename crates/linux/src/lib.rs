@@ -20,6 +20,7 @@ pub mod policy;
 pub mod sampler;
 pub mod sched;
 pub mod tasks;
+pub mod thp;
 pub mod view;
 
 pub use error::{LinuxError, Op, Result, SysError, Target};

@@ -1126,6 +1126,51 @@ mod tests {
     }
 
     #[test]
+    fn issue5_an_overflowing_ring_counts_its_losses() {
+        if perf_event_paranoid().is_none_or(|p| p > 2) {
+            eprintln!("skipped: perf_event_paranoid > 2");
+            return;
+        }
+        let cpus: Vec<u32> =
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
+        let pin = *cpus.last().expect("a cpu");
+        // SAFETY: sched_setaffinity/gettid on this thread with a local cpu set.
+        let tid = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(pin as usize, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                eprintln!("skipped: cannot pin to cpu {pin}");
+                return;
+            }
+            libc::syscall(libc::SYS_gettid) as i32
+        };
+        let node_of_cpu = vec![0; pin as usize + 1];
+        // 8 data pages hold about 1300 records: 6000 faults without draining overflow the ring.
+        let Ok(mut s) =
+            AccessSampler::open_with_ring(tid, &cpus, node_of_cpu, false, 8, SamplePeriod::EVERY)
+        else {
+            eprintln!("skipped: perf_event_open refused");
+            return;
+        };
+        let pages = FreshPages::touch(6000);
+        // A few more faults once the ring has room again make the kernel write its
+        // PERF_RECORD_LOST.
+        let mut inside = 0u64;
+        s.drain(&mut |x| inside += u64::from(pages.range().contains(&x.addr)));
+        let more = FreshPages::touch(10);
+        s.drain(&mut |x| inside += u64::from(pages.range().contains(&x.addr)));
+        drop(more);
+        assert!(inside < 6000, "a full ring kept every sample: {inside}");
+        assert!(s.lost() > 0, "the kernel's PERF_RECORD_LOST count");
+        let lost = s.lost_total();
+        assert!(
+            s.samples() + lost >= 6000,
+            "samples {} + lost {lost} cover the 6000 faults",
+            s.samples()
+        );
+    }
+
+    #[test]
     fn samples_own_faults_when_allowed() {
         let Some((cpus, tid)) = own_thread() else {
             return;
