@@ -45,7 +45,7 @@ pub struct SimArgs {
     #[arg(long, value_name = "F")]
     scale: Option<f64>,
     /// Back every program's memory with 2 MiB pages instead of the machine's base pages (as
-    /// `huge_pages = true` in a workload file's [[program]]).
+    /// `huge_pages = true` in a workload file's `[[program]]`).
     #[arg(long)]
     huge_pages: bool,
     /// Seed (random placement, os scheduler moves, samplers).
