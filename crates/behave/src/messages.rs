@@ -46,6 +46,13 @@ fn header(
     Ok(None)
 }
 
+/// The column names of a CSV file's header (its first line that is not blank or a `#` comment),
+/// or None for a file without one.
+pub fn csv_header(path: &Path) -> Result<Option<Vec<String>>, TraceError> {
+    let mut line_no = 0;
+    header(&mut open(path)?, path, &mut line_no)
+}
+
 /// Whether `path` is a CSV message trace: its header names a `sender` column.
 pub fn is_message_trace(path: &Path) -> Result<bool, TraceError> {
     let is_csv = path
@@ -55,9 +62,7 @@ pub fn is_message_trace(path: &Path) -> Result<bool, TraceError> {
     if !is_csv {
         return Ok(false);
     }
-    let mut line_no = 0;
-    Ok(header(&mut open(path)?, path, &mut line_no)?
-        .is_some_and(|h| h.iter().any(|c| c == "sender")))
+    Ok(csv_header(path)?.is_some_and(|h| h.iter().any(|c| c == "sender")))
 }
 
 /// Reads a message trace. Errors name the line and what is wrong with it; a message from a rank

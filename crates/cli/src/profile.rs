@@ -601,27 +601,37 @@ fn cpus_and_nodes(machine: &numaff_machine::Machine) -> (Vec<u32>, Vec<u32>) {
     (cpus, node_of_cpu)
 }
 
-/// Whether `path` holds a numaff trace: Parquet (its `PAR1` magic) or CSV whose first line that
-/// is not blank or a `#` comment is a header naming `time_ns`.
+/// Whether `path` holds a numaff trace: Parquet (its `PAR1` magic) or CSV whose header (the first
+/// line that is not blank or a `#` comment) names `time_ns`.
 fn is_trace(path: &std::path::Path) -> bool {
-    use std::io::{BufRead, Read};
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut r = std::io::BufReader::new(f);
+    use std::io::Read;
     let mut magic = [0u8; 4];
-    if r.read_exact(&mut magic).is_ok() && &magic == b"PAR1" {
-        return true;
+    let parquet = std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && &magic == b"PAR1";
+    parquet
+        || numaff_behave::messages::csv_header(path)
+            .ok()
+            .flatten()
+            .is_some_and(|h| h.iter().any(|c| c == "time_ns"))
+}
+
+/// Streams every batch of `reader` into `writer`; returns the samples written.
+fn copy_batches<E>(
+    reader: impl Iterator<Item = std::result::Result<Vec<Sample>, E>>,
+    writer: &mut TraceWriter,
+) -> Result<u64>
+where
+    anyhow::Error: From<E>,
+{
+    let mut samples = 0u64;
+    for batch in reader {
+        let batch = batch?;
+        samples += batch.len() as u64;
+        writer.write_all(&batch)?;
     }
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    std::io::BufReader::new(f)
-        .lines()
-        .map_while(|l| l.ok())
-        .take(1000)
-        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .is_some_and(|l| l.split(',').any(|c| c.trim() == "time_ns"))
+    Ok(samples)
 }
 
 /// `numaff profile --import TRACE -o TRACE2`: a trace streamed into the format of `-o` (Parquet to
@@ -630,12 +640,7 @@ fn convert_trace(input: &std::path::Path, output: &std::path::Path) -> Result<()
     let mut reader = TraceReader::open(input)?;
     let meta = reader.meta().clone();
     let mut writer = TraceWriter::create(output, &meta)?;
-    let mut samples = 0u64;
-    for batch in reader.by_ref() {
-        let batch = batch?;
-        samples += batch.len() as u64;
-        writer.write_all(&batch)?;
-    }
+    let samples = copy_batches(reader.by_ref(), &mut writer)?;
     writer.finish()?;
     println!(
         "numaff: converted {samples} samples from {} to {}",
@@ -658,12 +663,7 @@ fn import_perf_script(input: &std::path::Path, output: &std::path::Path) -> Resu
         ..TraceMeta::default()
     };
     let mut writer = TraceWriter::create(output, &meta)?;
-    let mut samples = 0u64;
-    for batch in reader.by_ref() {
-        let batch = batch?;
-        samples += batch.len() as u64;
-        writer.write_all(&batch)?;
-    }
+    let samples = copy_batches(reader.by_ref(), &mut writer)?;
     if samples == 0 {
         bail!(
             "{} has no samples (is it the output of `{}`?)",

@@ -921,6 +921,23 @@ mod tests {
         }
     }
 
+    /// As [`own_thread`], with this thread pinned to the last cpu: (cpus, that cpu, tid).
+    fn own_thread_pinned() -> Option<(Vec<u32>, u32, i32)> {
+        let (cpus, tid) = own_thread()?;
+        let pin = *cpus.last()?;
+        // SAFETY: sched_setaffinity on this thread with a local cpu set.
+        let pinned = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(pin as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0
+        };
+        if !pinned {
+            eprintln!("skipped: cannot pin to cpu {pin}");
+            return None;
+        }
+        Some((cpus, pin, tid))
+    }
+
     /// The cpus and this thread's tid, if this machine lets it sample itself.
     fn own_thread() -> Option<(Vec<u32>, i32)> {
         if perf_event_paranoid().is_none_or(|p| p > 2) {
@@ -1078,23 +1095,9 @@ mod tests {
 
     #[test]
     fn issue5_small_ring_wraps_without_losses_and_gives_the_cpu() {
-        if perf_event_paranoid().is_none_or(|p| p > 2) {
-            eprintln!("skipped: perf_event_paranoid > 2");
-            return;
-        }
         // Pinned to one cpu: every sample must say that cpu, which now comes from the ring.
-        let cpus: Vec<u32> =
-            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
-        let pin = *cpus.last().expect("a cpu");
-        // SAFETY: sched_setaffinity/gettid on this thread with a local cpu set.
-        let tid = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(pin as usize, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
-                eprintln!("skipped: cannot pin to cpu {pin}");
-                return;
-            }
-            libc::syscall(libc::SYS_gettid) as i32
+        let Some((cpus, pin, tid)) = own_thread_pinned() else {
+            return;
         };
         let node_of_cpu: Vec<u32> = (0..=pin).map(|c| c + 10).collect();
         // 8 data pages hold about 1300 records of 24 + 8 bytes: rounds of 600 faults, drained
@@ -1127,22 +1130,8 @@ mod tests {
 
     #[test]
     fn issue5_an_overflowing_ring_counts_its_losses() {
-        if perf_event_paranoid().is_none_or(|p| p > 2) {
-            eprintln!("skipped: perf_event_paranoid > 2");
+        let Some((cpus, pin, tid)) = own_thread_pinned() else {
             return;
-        }
-        let cpus: Vec<u32> =
-            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
-        let pin = *cpus.last().expect("a cpu");
-        // SAFETY: sched_setaffinity/gettid on this thread with a local cpu set.
-        let tid = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(pin as usize, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
-                eprintln!("skipped: cannot pin to cpu {pin}");
-                return;
-            }
-            libc::syscall(libc::SYS_gettid) as i32
         };
         let node_of_cpu = vec![0; pin as usize + 1];
         // 8 data pages hold about 1300 records: 6000 faults without draining overflow the ring.
