@@ -8,7 +8,10 @@
 //! memory, then under `numaff profile` (sampler + agent vs sampler alone). `--guest`: the same
 //! under `numaff profile` in a 2-node QEMU guest (TCG, Debian's kernel) with soft-dirty re-arming,
 //! and soft-dirty faults timed inside one process (tests/profile/selfrearm.c: passes right after
-//! `clear_refs` against plain passes, alternated).
+//! `clear_refs` against plain passes, alternated). `--balancing` (root): NUMA-balancing hinting
+//! faults on the host (kernel.numa_balancing set to 1 for the measurement, then restored), timed
+//! inside one process (tests/profile/hintcost.c: passes that took hinting faults against plain
+//! passes), alone and under `numaff profile --induce balancing`; with `--guest` also in the guest.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measurement program
 
 use std::path::{Path, PathBuf};
@@ -51,6 +54,7 @@ fn run(cmd: &mut Command) -> String {
 
 fn main() {
     let guest = std::env::args().any(|a| a == "--guest");
+    let balancing = std::env::args().any(|a| a == "--balancing");
     let dir = std::env::temp_dir().join(format!("numaff-induce-cost-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profile/rewrite.c");
@@ -67,6 +71,14 @@ fn main() {
         .args(["-O2", "-o"])
         .arg(&selfrearm)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profile/selfrearm.c"))
+        .status()
+        .unwrap()
+        .success());
+    let hintcost = dir.join("hintcost");
+    assert!(Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&hintcost)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profile/hintcost.c"))
         .status()
         .unwrap()
         .success());
@@ -117,6 +129,10 @@ fn main() {
         }
     }
 
+    if balancing {
+        host_balancing(&numaff, &hintcost, &dir);
+    }
+
     if guest {
         // Per repetition: the program alone, with soft-dirty re-arming from a shell loop (no
         // sampler), and under numaff profile without and with soft-dirty re-arming.
@@ -164,6 +180,94 @@ fn main() {
             }
         }
         println!("{}", out.output);
+        if balancing {
+            guest_balancing(&numaff, &hintcost);
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Seconds each hintcost run rewrites its buffer: on the host the kernel's default scan delay and
+/// period (1 s, growing while a scan finds nothing to migrate) give 3-4 scans of the 64 MiB in 20 s.
+const HINT_SECONDS: &str = "20";
+
+fn hint_line(label: &str, out: &str) {
+    let field = |k: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map_or("?", str::trim)
+            .to_string()
+    };
+    println!(
+        "{label:<44} {} hinted passes, {} hinting faults, plain pass {} s | {} µs per hinting fault",
+        field("HINTED_PASSES "),
+        field("HINT_FAULTS "),
+        field("PLAIN "),
+        field("PERFAULT ")
+    );
+}
+
+/// Puts back kernel.numa_balancing as it was, also when a run panics.
+struct RestoreSysctl(String);
+
+impl Drop for RestoreSysctl {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(BALANCING_SYSCTL, &self.0) {
+            eprintln!(
+                "could not restore {BALANCING_SYSCTL} to {}: {e}; set it by hand",
+                self.0.trim()
+            );
+        }
+    }
+}
+
+const BALANCING_SYSCTL: &str = "/proc/sys/kernel/numa_balancing";
+
+fn host_balancing(numaff: &Path, hintcost: &Path, dir: &Path) {
+    let before = match std::fs::read_to_string(BALANCING_SYSCTL) {
+        Ok(v) => v,
+        Err(e) => return println!("host: no NUMA balancing ({BALANCING_SYSCTL}: {e})"),
+    };
+    if let Err(e) = std::fs::write(BALANCING_SYSCTL, "1") {
+        return println!(
+            "host: cannot enable NUMA balancing ({BALANCING_SYSCTL}: {e}); run as root"
+        );
+    }
+    let _restore = RestoreSysctl(before);
+    for rep in 0..REPS {
+        hint_line(
+            &format!("host rep {rep}: balancing alone"),
+            &run(Command::new(hintcost).arg(HINT_SECONDS)),
+        );
+        hint_line(
+            &format!("host rep {rep}: profile --induce balancing"),
+            &run(Command::new(numaff)
+                .args(["profile", "-o"])
+                .arg(dir.join("h.parquet"))
+                .args(["--induce", "balancing", "--"])
+                .arg(hintcost)
+                .arg(HINT_SECONDS)),
+        );
+    }
+}
+
+fn guest_balancing(numaff: &Path, hintcost: &Path) {
+    // Scan delay and minimum period cut to 100 ms (debugfs), as the guest test does.
+    let script = format!(
+        "mount -t debugfs none /sys/kernel/debug 2>/dev/null; \
+         for f in scan_delay_ms scan_period_min_ms; do \
+         echo 100 > /sys/kernel/debug/sched/numa_balancing/$f; done; \
+         for r in $(seq {REPS}); do echo '@@ alone'; /hintcost 5; \
+         echo '@@ profile'; /numaff profile -o /tmp/h.parquet --induce balancing -- /hintcost 5 2>&1; done"
+    );
+    let g = Guest::new(2, 2, 256)
+        .kernel_arg("numa_balancing=enable")
+        .file(numaff, "/numaff")
+        .file(hintcost, "/hintcost")
+        .timeout(300);
+    let out = g.run(&["sh", "-c", &script]).unwrap();
+    for (i, part) in out.output.split("@@ ").skip(1).enumerate() {
+        let (how, rest) = part.split_once('\n').unwrap_or((part, ""));
+        hint_line(&format!("guest rep {}: balancing, {how}", i / 2), rest);
+    }
 }
