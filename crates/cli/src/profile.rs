@@ -311,7 +311,8 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         c.go()
             .with_context(|| format!("cannot run {command_line}"))?;
     }
-    let mut last_names = Instant::now() - Duration::from_secs(1);
+    let mut names_poll = BoundedPoll::new(Duration::from_millis(200));
+    let mut thp_poll = BoundedPoll::new(Duration::from_millis(200));
     let mut status = None;
     let mut stopped_by = "the program exited";
     loop {
@@ -338,16 +339,25 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         {
             break; // the writer failed: its error comes from finish() below
         }
-        if last_names.elapsed() >= Duration::from_millis(200) {
+        if names_poll.due() {
+            let began = Instant::now();
             if let Ok(threads) = numaff_linux::tasks::threads(target) {
                 for t in threads {
                     meta.thread_names.insert(t.tid as u32, t.name);
                 }
             }
-            if let Some(b) = numaff_linux::thp::anon_huge_bytes(target) {
-                thp_bytes_max = thp_bytes_max.max(b);
+            names_poll.done(began);
+        }
+        if thp_poll.due() {
+            let began = Instant::now();
+            // The program's smaps_rollup walks its page tables: read only when the system has
+            // huge pages at all (meminfo, cheap), and no more often than its cost allows.
+            if numaff_linux::thp::system_anon_huge_bytes().is_some_and(|b| b > 0) {
+                if let Some(b) = numaff_linux::thp::anon_huge_bytes(target) {
+                    thp_bytes_max = thp_bytes_max.max(b);
+                }
             }
-            last_names = Instant::now();
+            thp_poll.done(began);
         }
         match &child {
             Some(c) => {
@@ -490,6 +500,43 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A periodic read of the program's /proc files whose own cost bounds its rate: the next read is
+/// due after the interval or after [`BoundedPoll::COST_FACTOR`] times what the last one took,
+/// whichever is longer, so that it takes at most about 1 % of a cpu (issue 5: sampling overhead;
+/// smaps_rollup of a 512 MiB program took 50 ms of wall time here, every 200 ms it took 6 % of a
+/// cpu and the program's mmap lock).
+struct BoundedPoll {
+    interval: Duration,
+    next: Instant,
+}
+
+impl BoundedPoll {
+    const COST_FACTOR: u32 = 100;
+
+    /// A poll due now, then every `interval` at most.
+    fn new(interval: Duration) -> Self {
+        BoundedPoll {
+            interval,
+            next: Instant::now(),
+        }
+    }
+
+    fn due(&self) -> bool {
+        Instant::now() >= self.next
+    }
+
+    /// Schedules the next read after one that began at `began` and ends now.
+    fn done(&mut self, began: Instant) {
+        self.next = self.next_after(began, Instant::now());
+    }
+
+    /// When the read after one from `began` to `ended` is due.
+    fn next_after(&self, began: Instant, ended: Instant) -> Instant {
+        let cost = ended.saturating_duration_since(began);
+        ended + self.interval.max(cost * Self::COST_FACTOR)
+    }
 }
 
 /// Samples handed to the trace writer at a time (the writer's own batches are as large).
@@ -861,8 +908,23 @@ impl WaitingChild {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
+    use super::{parse_duration, BoundedPoll};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn issue5_a_costly_proc_read_is_repeated_less_often() {
+        let poll = BoundedPoll::new(Duration::from_millis(200));
+        let t0 = Instant::now();
+        // A cheap read (1 ms): the next one after the interval.
+        let cheap = poll.next_after(t0, t0 + Duration::from_millis(1));
+        assert_eq!(cheap - t0, Duration::from_millis(201));
+        // A read that took 50 ms (smaps_rollup of a large program): 100 times that later, so that
+        // it takes at most about 1 % of the time.
+        let costly = poll.next_after(t0, t0 + Duration::from_millis(50));
+        assert_eq!(costly - t0, Duration::from_millis(50 + 5000));
+        // A new poll is due at once.
+        assert!(poll.due());
+    }
 
     #[test]
     fn durations() {

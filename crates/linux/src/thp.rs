@@ -73,6 +73,15 @@ pub fn anon_huge_bytes(pid: i32) -> Option<u64> {
     parse_anon_huge_bytes(&text)
 }
 
+/// Bytes of anonymous memory backed by transparent huge pages in the whole system (the
+/// `AnonHugePages` line of /proc/meminfo); `None` when unreadable. Cheap (tens of µs) where a
+/// process's smaps_rollup walks all its page tables under its mmap lock (10-14 ms of cpu and
+/// 50 ms of wall time for a 512 MiB process here): a process has huge pages only if this is > 0.
+pub fn system_anon_huge_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_anon_huge_bytes(&text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,8 +112,12 @@ mod tests {
         assert_eq!(parse_anon_huge_bytes("Rss: 1 kB\n"), None);
         assert_eq!(parse_anon_huge_bytes("AnonHugePages: x kB\n"), None);
         assert_eq!(parse_anon_huge_bytes("AnonHugePages: 4 MB\n"), None);
-        // This process's own file parses (smaps_rollup exists since Linux 4.14).
+        // This process's own file parses (smaps_rollup exists since Linux 4.14), and meminfo's.
         assert!(anon_huge_bytes(std::process::id() as i32).is_some());
+        assert!(system_anon_huge_bytes().is_some());
+        let meminfo =
+            "MemTotal:       24576000 kB\nAnonHugePages:     6144 kB\nShmemHugePages: 0 kB\n";
+        assert_eq!(parse_anon_huge_bytes(meminfo), Some(6 << 20));
         // The live mode, where there is one, is one of the three.
         if std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
             assert!(thp_mode().is_some());
