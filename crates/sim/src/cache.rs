@@ -122,8 +122,11 @@ impl SetAssoc {
         }
     }
 
+    /// The index of the first entry of the line's set: what the `*_in` methods take, so that a
+    /// caller that looks the same line up several times computes it once (for a set count that
+    /// is not a power of two, such as laso-hpl's L3, it costs three wide multiplications).
     #[inline]
-    fn set_of(&self, line: u64) -> usize {
+    pub fn set_of(&self, line: u64) -> usize {
         let s = match self.mask {
             Some(m) => line & m,
             None => fastmod(line, self.magic, self.sets),
@@ -136,7 +139,12 @@ impl SetAssoc {
     /// ways (a loop over `step_by(8)` cost some 24 host instructions per call).
     #[inline]
     pub fn prefetch(&self, line: u64) {
-        let base = self.set_of(line);
+        self.prefetch_in(self.set_of(line));
+    }
+
+    /// `prefetch` of the set at `base` (from `set_of`).
+    #[inline]
+    pub fn prefetch_in(&self, base: usize) {
         let p = self.entries.as_ptr();
         let last = base + self.ways - 1;
         crate::hostmem::prefetch(p.wrapping_add(base));
@@ -154,14 +162,26 @@ impl SetAssoc {
     /// line there would evict).
     #[inline]
     pub fn lru(&self, line: u64) -> Option<u64> {
-        let last = self.entries[self.set_of(line) + self.ways - 1];
+        self.lru_in(self.set_of(line))
+    }
+
+    /// `lru` of the set at `base` (from `set_of`).
+    #[inline]
+    pub fn lru_in(&self, base: usize) -> Option<u64> {
+        let last = self.entries[base + self.ways - 1];
         (last != 0).then(|| (last >> 2) - 1)
     }
 
     /// Looks a line up; on a hit it becomes most recently used and its state is returned.
     #[inline(always)]
     pub fn touch(&mut self, line: u64) -> Option<u8> {
-        let base = self.set_of(line);
+        self.touch_in(self.set_of(line), line)
+    }
+
+    /// `touch` of a line whose set is at `base` (`set_of(line)`).
+    #[inline(always)]
+    pub fn touch_in(&mut self, base: usize, line: u64) -> Option<u8> {
+        debug_assert_eq!(base, self.set_of(line), "touch_in given another set");
         let tag = line + 1;
         if let Some(set) = self.set8(base) {
             let m = match8(set, tag);
@@ -226,8 +246,14 @@ impl SetAssoc {
     /// recently used line is evicted if the set is full.
     #[inline]
     pub fn fill_absent(&mut self, line: u64, state: u8) -> Option<u64> {
+        self.fill_absent_in(self.set_of(line), line, state)
+    }
+
+    /// `fill_absent` of a line whose set is at `base` (`set_of(line)`).
+    #[inline]
+    pub fn fill_absent_in(&mut self, base: usize, line: u64, state: u8) -> Option<u64> {
         debug_assert!(!self.contains(line), "fill_absent of a present line");
-        let base = self.set_of(line);
+        debug_assert_eq!(base, self.set_of(line), "fill_absent_in given another set");
         let new = (line + 1) << 2 | u64::from(state);
         if let Some(set) = self.set8(base) {
             // A shift of fixed length: a few vector moves instead of a loop over the ways.

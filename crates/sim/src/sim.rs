@@ -64,6 +64,8 @@ const LOOKAHEAD: usize = 8;
 /// Distance (in ops) at which the directory slots of the lines those accesses will evict are
 /// fetched; their sets were fetched `LOOKAHEAD - VICTIM_AHEAD` ops earlier.
 const VICTIM_AHEAD: usize = 3;
+/// No set computed ahead (`Simulator::cur_llc`, `Thread::ahead_llc`).
+const NO_SET: (usize, usize) = (usize::MAX, 0);
 
 #[inline]
 fn and_not(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
@@ -124,6 +126,9 @@ struct Thread {
     sample_countdown: u64,
     /// Ops already pulled from `ops` but not yet run: a ring of `ahead_len` ops from `ahead_head`.
     ahead: [Op; LOOKAHEAD],
+    /// Per op of `ahead` that is an access: its last-level cache (index into `caches`, `NO_SET`
+    /// for none) and the first entry of its set there, computed once when it was pulled.
+    ahead_llc: [(usize, usize); LOOKAHEAD],
     ahead_head: u8,
     ahead_len: u8,
     /// Calls of `next_op` left that pull ahead with host fetches, set at each first-level miss
@@ -196,6 +201,10 @@ pub struct Simulator {
     mem_nodes: Vec<usize>,
     next_induced: f64,
     next_balance: f64,
+    /// The access `next_op` has just handed out: its last-level cache and the first entry of its
+    /// set there (`NO_SET` if not computed), so that its lookup, its victim's `lru` and its fill
+    /// there do not compute the set again (`set_in`).
+    cur_llc: (usize, usize),
 }
 
 impl Simulator {
@@ -333,6 +342,7 @@ impl Simulator {
             mem_nodes,
             next_induced,
             next_balance,
+            cur_llc: NO_SET,
         }
     }
 
@@ -397,6 +407,7 @@ impl Simulator {
                 migrations: 0,
                 sample_countdown: countdown,
                 ahead: [Op::Compute(0); LOOKAHEAD],
+                ahead_llc: [NO_SET; LOOKAHEAD],
                 ahead_head: 0,
                 ahead_len: 0,
                 l1_misses: 0,
@@ -771,6 +782,7 @@ impl Simulator {
             // Hitting the first level: no fetches to start; run what was pulled, then pull
             // straight from the generator.
             if th.ahead_len == 0 {
+                self.cur_llc = NO_SET;
                 return if th.ops_done { None } else { th.ops.next() };
             }
         }
@@ -785,9 +797,14 @@ impl Simulator {
             if let Op::Access(a) = op {
                 let key = ((pi as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
                 // The inner levels' tags are small enough to stay in the host's caches.
+                let mut llc_set = NO_SET;
                 if let Some(&llc) = path.last() {
-                    self.caches[llc].cache.prefetch(key);
+                    let c = &self.caches[llc].cache;
+                    let base = c.set_of(key);
+                    c.prefetch_in(base);
+                    llc_set = (llc, base);
                 }
+                th.ahead_llc[slot] = llc_set;
                 self.dir.prefetch(key);
                 let pr = &self.procs[pi];
                 pr.pages.prefetch(a.vaddr >> pr.page_shift);
@@ -797,10 +814,16 @@ impl Simulator {
             let slot = (usize::from(th.ahead_head) + VICTIM_AHEAD) % LOOKAHEAD;
             if let Op::Access(a) = th.ahead[slot] {
                 let key = ((pi as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
+                let (llc, base) = th.ahead_llc[slot];
                 for &k in path.iter().skip(1) {
                     let c = &self.caches[k];
                     if c.bit.is_some() {
-                        if let Some(victim) = c.cache.lru(key) {
+                        let lru = if k == llc {
+                            c.cache.lru_in(base)
+                        } else {
+                            c.cache.lru(key)
+                        };
+                        if let Some(victim) = lru {
                             self.dir.prefetch(victim);
                         }
                     }
@@ -811,6 +834,7 @@ impl Simulator {
             return None;
         }
         let op = th.ahead[usize::from(th.ahead_head)];
+        self.cur_llc = th.ahead_llc[usize::from(th.ahead_head)];
         th.ahead_head = ((usize::from(th.ahead_head) + 1) % LOOKAHEAD) as u8;
         th.ahead_len -= 1;
         Some(op)
@@ -1055,21 +1079,25 @@ impl Simulator {
                 // for this access: start the host's fetches of the last level's set, the line's
                 // directory slot and its page's slot now, so that their host misses overlap.
                 if let Some(&llc) = pu.path.last() {
-                    self.caches[llc].cache.prefetch(key);
+                    let c = &self.caches[llc].cache;
+                    let base = c.set_of(key);
+                    c.prefetch_in(base);
+                    self.cur_llc = (llc, base);
                 }
                 self.dir.prefetch(key);
                 let pr = &self.procs[self.threads[ti].proc];
                 pr.pages.prefetch(a.vaddr >> pr.page_shift);
             }
             self.stats.probes[pos.min(7)] += 1;
-            if self.caches[k].cache.touch(key).is_some() {
+            let base = self.set_in(k, key);
+            if self.caches[k].cache.touch_in(base, key).is_some() {
                 hit = Some(pos);
                 break;
             }
             // A tracked level missed: the fill that follows will most likely evict its least
             // recently used line, whose directory entry will then be updated; start that fetch.
             if self.caches[k].bit.is_some() {
-                if let Some(victim) = self.caches[k].cache.lru(key) {
+                if let Some(victim) = self.caches[k].cache.lru_in(base) {
                     self.dir.prefetch(victim);
                 }
             }
@@ -1086,6 +1114,19 @@ impl Simulator {
             }
         }
         self.coherent(ti, p, key, t, a.write, hit)
+    }
+
+    /// The first entry of `key`'s set in cache `k`: the one `next_op` computed for the current
+    /// access when `k` is its last-level cache, else computed here.
+    #[inline(always)]
+    fn set_in(&self, k: usize, key: u64) -> usize {
+        let c = &self.caches[k].cache;
+        if self.cur_llc.0 == k {
+            debug_assert_eq!(self.cur_llc.1, c.set_of(key), "stale last-level set");
+            self.cur_llc.1
+        } else {
+            c.set_of(key)
+        }
     }
 
     fn coherent(
@@ -1207,9 +1248,10 @@ impl Simulator {
         for pos in 0..upto.min(self.pus[p].path.len()) {
             let k = self.pus[p].path[pos];
             let st = if pos == 0 { l1_state } else { SHARED };
+            let base = self.set_in(k, key);
             let c = &mut self.caches[k].cache;
             let ev = if pos < missed {
-                c.fill_absent(key, st)
+                c.fill_absent_in(base, key, st)
             } else {
                 c.fill(key, st)
             };
