@@ -864,7 +864,8 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     // deterministic, and only a strictly better cut replaces the best).
     let mut seen: Vec<Vec<u8>> = Vec::new();
     let mut consider = |side: Vec<u8>, wk: &mut Work| {
-        if seen.contains(&side) {
+        // a cut of 0 cannot be beaten (weights are positive: every cut is at least 0)
+        if seen.contains(&side) || best.as_ref().is_some_and(|(bc, _)| *bc == 0.0) {
             return;
         }
         let mut refined = side.clone();
