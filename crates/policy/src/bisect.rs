@@ -686,6 +686,11 @@ struct GainHeap {
     /// Small graphs: `heap` is an unordered list and the best is found by a scan (fewer
     /// operations than sifting for a few dozen vertices; the same best).
     linear: bool,
+    /// Linear mode: the best `(ord, vertex)` while `cached` holds; kept up to date by raised keys
+    /// and insertions, dropped when the best itself is lowered or removed (the next `top` scans).
+    best: Option<(i64, u32)>,
+    /// Whether `best` is up to date.
+    cached: bool,
 }
 
 /// Graphs of at most this many vertices use the scanned list instead of the heap.
@@ -705,6 +710,27 @@ impl GainHeap {
             self.ord.resize(n, 0);
         }
         self.linear = n <= LINEAR;
+        self.best = None;
+        self.cached = true;
+    }
+
+    /// Linear mode: keeps the cached best up to date after `v` got the key order `ord`.
+    fn note(&mut self, v: u32, ord: i64) {
+        if !self.cached {
+            return;
+        }
+        match self.best {
+            Some((_, bv)) if bv == v => {
+                // the best itself: still the best if its key did not go down
+                if self.best.is_some_and(|(bo, _)| ord >= bo) {
+                    self.best = Some((ord, v));
+                } else {
+                    self.cached = false;
+                }
+            }
+            Some((bo, bv)) if ord < bo || (ord == bo && v > bv) => {}
+            _ => self.best = Some((ord, v)),
+        }
     }
 
     /// Whether `a` goes before `b`: higher key, ties the lower index.
@@ -713,14 +739,21 @@ impl GainHeap {
         ka > kb || (ka == kb && a < b)
     }
 
-    fn top(&self) -> Option<(f64, usize)> {
+    fn top(&mut self) -> Option<(f64, usize)> {
         let v = if self.linear {
-            // the highest key, then the lowest vertex holding it (the order of `above`)
-            let m = self.lord.iter().copied().max()?;
-            self.lord
-                .iter()
-                .zip(&self.heap)
-                .fold(u32::MAX, |b, (&k, &v)| if k == m && v < b { v } else { b })
+            if !self.cached {
+                // the highest key, then the lowest vertex holding it (the order of `above`)
+                self.best = self.lord.iter().copied().max().map(|m| {
+                    let v = self
+                        .lord
+                        .iter()
+                        .zip(&self.heap)
+                        .fold(u32::MAX, |b, (&k, &v)| if k == m && v < b { v } else { b });
+                    (m, v)
+                });
+                self.cached = true;
+            }
+            self.best?.1
         } else {
             *self.heap.first()?
         };
@@ -738,6 +771,7 @@ impl GainHeap {
             self.heap.push(v as u32);
             if self.linear {
                 self.lord.push(ord);
+                self.note(v as u32, ord);
             } else {
                 self.up(self.heap.len() - 1);
             }
@@ -748,6 +782,7 @@ impl GainHeap {
             let i = self.pos[v] as usize;
             if self.linear {
                 self.lord[i] = ord;
+                self.note(v as u32, ord);
                 return;
             }
             if ord > old {
@@ -769,6 +804,7 @@ impl GainHeap {
         self.heap.push(v as u32);
         if self.linear {
             self.lord.push(ord);
+            self.note(v as u32, ord);
         }
     }
 
@@ -795,6 +831,9 @@ impl GainHeap {
         let last = self.heap.len() - 1;
         if self.linear {
             self.lord.swap_remove(i);
+            if self.best.is_some_and(|(_, bv)| bv as usize == v) {
+                self.cached = false;
+            }
         }
         if i != last {
             let m = self.heap[last];
