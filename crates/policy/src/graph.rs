@@ -27,20 +27,34 @@ impl Graph {
         let mut w: Vec<f64> = Vec::new();
         let mut toff = vec![0usize; cn + 1];
         off.push(0);
-        let mut cols: Vec<usize> = Vec::new();
+        // Only the cells the matrix's bitmap marks (every other cell is +0.0); -0.0 fails the
+        // test below, NaN passes it, as in a scan of every cell. The marked columns of every row
+        // are listed first and their (scattered) cells then read in one loop of independent
+        // loads, which overlap: read while deciding what to keep, each cache miss waited for
+        // alone.
+        let mut cols: Vec<u32> = Vec::new();
+        let mut coff = Vec::with_capacity(cn + 1);
+        coff.push(0);
         for i in 0..cn {
-            let row = &comm.row(i)[..cn];
-            // only the cells the matrix's bitmap marks (every other cell is +0.0); -0.0 fails the
-            // test below, NaN passes it, as in a scan of every cell. The columns are listed first,
-            // so that the loads of their (scattered) cells do not wait on one another.
-            cols.clear();
-            cols.extend(comm.nonzero_columns(i).take_while(|&j| j < cn));
-            for &j in &cols {
-                let v = row[j];
-                if v != 0.0 && i != j {
-                    adj.push(j as u32);
+            cols.extend(
+                comm.nonzero_columns(i)
+                    .take_while(|&j| j < cn)
+                    .map(|j| j as u32),
+            );
+            coff.push(cols.len());
+        }
+        let mut vals: Vec<f64> = Vec::with_capacity(cols.len());
+        for i in 0..cn {
+            let row = comm.row(i);
+            vals.extend(cols[coff[i]..coff[i + 1]].iter().map(|&j| row[j as usize]));
+        }
+        for i in 0..cn {
+            let r = coff[i]..coff[i + 1];
+            for (&j, &v) in cols[r.clone()].iter().zip(&vals[r]) {
+                if v != 0.0 && i != j as usize {
+                    adj.push(j);
                     w.push(v);
-                    toff[j + 1] += 1;
+                    toff[j as usize + 1] += 1;
                 }
             }
             off.push(adj.len());
