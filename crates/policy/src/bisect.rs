@@ -313,21 +313,25 @@ fn bisect(
     let room: usize = tasks.iter().map(|&t| graph.row_len(t as usize)).sum();
     let mut sub = Sub {
         off: Vec::with_capacity(nv + 1),
-        adj: Vec::with_capacity(room),
-        w: Vec::with_capacity(room),
+        adj: vec![0; room],
+        w: vec![0.0; room],
         vw: vec![1; nv],
     };
     sub.off.push(0);
+    // branch-free filling (whether a neighbour is among `tasks` is unpredictable): every edge
+    // is written at `k`, which advances only for the kept ones
+    let mut k = 0;
     for &t in &tasks {
         for (y, w) in graph.row(t as usize) {
             let ly = loc[y];
-            if ly != u32::MAX && w > 0.0 {
-                sub.adj.push(ly);
-                sub.w.push(w);
-            }
+            sub.adj[k] = ly;
+            sub.w[k] = w;
+            k += usize::from((ly != u32::MAX) & (w > 0.0));
         }
-        sub.off.push(sub.adj.len());
+        sub.off.push(k);
     }
+    sub.adj.truncate(k);
+    sub.w.truncate(k);
     for &t in &tasks {
         loc[t as usize] = u32::MAX;
     }
@@ -439,14 +443,16 @@ fn exact(g: &Sub, ca: usize) -> Vec<u8> {
     let mut mask: u32 = (1u32 << ca) - 1;
     let mut best = (f64::INFINITY, mask);
     while mask <= full {
+        // the cells (x in the mask, y not), rows then columns in increasing order
         let mut cut = 0.0;
-        for (x, row) in w.iter().enumerate().take(n) {
-            if mask >> x & 1 == 1 {
-                for (y, &v) in row.iter().enumerate().take(n) {
-                    if mask >> y & 1 == 0 {
-                        cut += v;
-                    }
-                }
+        let mut xs = mask;
+        while xs != 0 {
+            let row = &w[xs.trailing_zeros() as usize];
+            xs &= xs - 1;
+            let mut ys = full & !mask;
+            while ys != 0 {
+                cut += row[ys.trailing_zeros() as usize];
+                ys &= ys - 1;
             }
         }
         if cut < best.0 {
@@ -616,7 +622,18 @@ fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
         fill[c as usize] += 1;
     }
     let mut acc = vec![0.0; cn];
-    let mut touched: Vec<usize> = Vec::new();
+    // the coarse neighbours met for the current coarse vertex, written branch-free (every edge
+    // is written at `len`, which advances only for a first meeting): room for the longest run
+    let most = (0..cn)
+        .map(|c| {
+            members[first[c]..first[c + 1]]
+                .iter()
+                .map(|&x| g.off[x as usize + 1] - g.off[x as usize])
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
+    let mut touched: Vec<u32> = vec![0; most];
     let mut out = Sub {
         off: Vec::with_capacity(cn + 1),
         adj: Vec::with_capacity(g.adj.len()),
@@ -625,26 +642,28 @@ fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
     };
     out.off.push(0);
     for c in 0..cn {
+        let mut len = 0;
         for &x in &members[first[c]..first[c + 1]] {
             let x = x as usize;
             out.vw[c] += g.vw[x];
-            for (y, w) in g.row(x) {
-                let h = map[y] as usize;
-                if h != c {
-                    if acc[h] == 0.0 {
-                        touched.push(h);
-                    }
-                    acc[h] += w;
-                }
+            let r = g.off[x]..g.off[x + 1];
+            for (&y, &w) in g.adj[r.clone()].iter().zip(&g.w[r]) {
+                let h = map[y as usize];
+                // an edge inside `c` adds +0.0 to `acc[c]`, which stays +0.0 (weights are
+                // positive, so a met neighbour's sum is never 0.0)
+                let other = h as usize != c;
+                touched[len] = h;
+                len += usize::from(other & (acc[h as usize] == 0.0));
+                acc[h as usize] += f64::from_bits(w.to_bits() & u64::from(other).wrapping_neg());
             }
         }
-        touched.sort_unstable();
-        for &h in &touched {
-            out.adj.push(h as u32);
-            out.w.push(acc[h]);
-            acc[h] = 0.0;
+        let met = &mut touched[..len];
+        met.sort_unstable();
+        for &h in met.iter() {
+            out.adj.push(h);
+            out.w.push(acc[h as usize]);
+            acc[h as usize] = 0.0;
         }
-        touched.clear();
         out.off.push(out.adj.len());
     }
     out
@@ -667,6 +686,11 @@ struct GainHeap {
     /// Small graphs: `heap` is an unordered list and the best is found by a scan (fewer
     /// operations than sifting for a few dozen vertices; the same best).
     linear: bool,
+    /// Linear mode: the best `(ord, vertex)` while `cached` holds; kept up to date by raised keys
+    /// and insertions, dropped when the best itself is lowered or removed (the next `top` scans).
+    best: Option<(i64, u32)>,
+    /// Whether `best` is up to date.
+    cached: bool,
 }
 
 /// Graphs of at most this many vertices use the scanned list instead of the heap.
@@ -686,6 +710,27 @@ impl GainHeap {
             self.ord.resize(n, 0);
         }
         self.linear = n <= LINEAR;
+        self.best = None;
+        self.cached = true;
+    }
+
+    /// Linear mode: keeps the cached best up to date after `v` got the key order `ord`.
+    fn note(&mut self, v: u32, ord: i64) {
+        if !self.cached {
+            return;
+        }
+        match self.best {
+            Some((_, bv)) if bv == v => {
+                // the best itself: still the best if its key did not go down
+                if self.best.is_some_and(|(bo, _)| ord >= bo) {
+                    self.best = Some((ord, v));
+                } else {
+                    self.cached = false;
+                }
+            }
+            Some((bo, bv)) if ord < bo || (ord == bo && v > bv) => {}
+            _ => self.best = Some((ord, v)),
+        }
     }
 
     /// Whether `a` goes before `b`: higher key, ties the lower index.
@@ -694,14 +739,21 @@ impl GainHeap {
         ka > kb || (ka == kb && a < b)
     }
 
-    fn top(&self) -> Option<(f64, usize)> {
+    fn top(&mut self) -> Option<(f64, usize)> {
         let v = if self.linear {
-            // the highest key, then the lowest vertex holding it (the order of `above`)
-            let m = self.lord.iter().copied().max()?;
-            self.lord
-                .iter()
-                .zip(&self.heap)
-                .fold(u32::MAX, |b, (&k, &v)| if k == m && v < b { v } else { b })
+            if !self.cached {
+                // the highest key, then the lowest vertex holding it (the order of `above`)
+                self.best = self.lord.iter().copied().max().map(|m| {
+                    let v = self
+                        .lord
+                        .iter()
+                        .zip(&self.heap)
+                        .fold(u32::MAX, |b, (&k, &v)| if k == m && v < b { v } else { b });
+                    (m, v)
+                });
+                self.cached = true;
+            }
+            self.best?.1
         } else {
             *self.heap.first()?
         };
@@ -719,6 +771,7 @@ impl GainHeap {
             self.heap.push(v as u32);
             if self.linear {
                 self.lord.push(ord);
+                self.note(v as u32, ord);
             } else {
                 self.up(self.heap.len() - 1);
             }
@@ -729,6 +782,7 @@ impl GainHeap {
             let i = self.pos[v] as usize;
             if self.linear {
                 self.lord[i] = ord;
+                self.note(v as u32, ord);
                 return;
             }
             if ord > old {
@@ -736,6 +790,33 @@ impl GainHeap {
             } else {
                 self.down(i);
             }
+        }
+    }
+
+    /// Appends `v` (absent) with `key` without restoring the heap order: a run of these must be
+    /// followed by [`GainHeap::heapify`] before any other operation.
+    fn push_unordered(&mut self, v: usize, key: f64) {
+        let bits = key.to_bits() as i64;
+        let ord = bits ^ (((bits >> 63) as u64) >> 1) as i64;
+        self.key[v] = key;
+        self.ord[v] = ord;
+        self.pos[v] = self.heap.len() as u32;
+        self.heap.push(v as u32);
+        if self.linear {
+            self.lord.push(ord);
+            self.note(v as u32, ord);
+        }
+    }
+
+    /// Restores the heap order after [`GainHeap::push_unordered`] (Floyd's bottom-up
+    /// construction, linear time). The order is total (key, then index), so the best element
+    /// and every later one are the same as after inserting one at a time.
+    fn heapify(&mut self) {
+        if self.linear {
+            return;
+        }
+        for i in (0..self.heap.len() / 2).rev() {
+            self.down(i);
         }
     }
 
@@ -750,6 +831,9 @@ impl GainHeap {
         let last = self.heap.len() - 1;
         if self.linear {
             self.lord.swap_remove(i);
+            if self.best.is_some_and(|(_, bv)| bv as usize == v) {
+                self.cached = false;
+            }
         }
         if i != last {
             let m = self.heap[last];
@@ -819,7 +903,8 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     // deterministic, and only a strictly better cut replaces the best).
     let mut seen: Vec<Vec<u8>> = Vec::new();
     let mut consider = |side: Vec<u8>, wk: &mut Work| {
-        if seen.contains(&side) {
+        // a cut of 0 cannot be beaten (weights are positive: every cut is at least 0)
+        if seen.contains(&side) || best.as_ref().is_some_and(|(bc, _)| *bc == 0.0) {
             return;
         }
         let mut refined = side.clone();
@@ -966,19 +1051,24 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
         let heavy: u8 = if start_ok { 2 } else { u8::from(wa < ca) };
         for x in 0..n {
             let mut gx = 0.0;
-            let mut boundary = false;
+            let mut boundary = 0u8;
             let sx = side[x];
-            for (y, w) in g.row(x) {
-                let other = side[y] != sx;
-                gx += if other { w } else { -w };
+            let r = g.off[x]..g.off[x + 1];
+            for (&y, &w) in g.adj[r.clone()].iter().zip(&g.w[r]) {
+                // branch-free (the side changes unpredictably along a boundary vertex's row):
+                // `w` for a neighbour on the other side, `-w` (the same bits as negation) else
+                let other = side[y as usize] ^ sx;
+                gx += f64::from_bits(w.to_bits() ^ (u64::from(other ^ 1) << 63));
                 boundary |= other;
             }
             gain[x] = gx;
             locked[x] = false;
-            if boundary || sx == heavy {
-                heaps[sx as usize].set(x, gx);
+            if boundary != 0 || sx == heavy {
+                heaps[sx as usize].push_unordered(x, gx);
             }
         }
+        heaps[0].heapify();
+        heaps[1].heapify();
         let mut best: Option<(f64, usize)> = start_ok.then_some((0.0, 0));
         let mut cum = 0.0;
         moves.clear();

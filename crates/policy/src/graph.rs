@@ -16,7 +16,8 @@ pub(crate) struct Graph {
 
 impl Graph {
     /// The graph of the first `n` tasks of `comm`, with `total - n` isolated vertices appended
-    /// (dummy tasks). One row-order scan of the matrix, then a transpose to add `c[j][i]`.
+    /// (dummy tasks). One row-order pass over the cells the matrix marks as non-zero
+    /// ([`CommMatrix::nonzero_columns`]), then a transpose to add `c[j][i]`.
     pub(crate) fn from_comm(comm: &CommMatrix, n: usize, total: usize) -> Graph {
         let cn = comm.len().min(n);
         // Rows of c (non-zero, off-diagonal), in column order: one scan of the n² cells, which
@@ -26,22 +27,34 @@ impl Graph {
         let mut w: Vec<f64> = Vec::new();
         let mut toff = vec![0usize; cn + 1];
         off.push(0);
-        const CHUNK: usize = 16;
+        // Only the cells the matrix's bitmap marks (every other cell is +0.0); -0.0 fails the
+        // test below, NaN passes it, as in a scan of every cell. The marked columns of every row
+        // are listed first and their (scattered) cells then read in one loop of independent
+        // loads, which overlap: read while deciding what to keep, each cache miss waited for
+        // alone.
+        let mut cols: Vec<u32> = Vec::new();
+        let mut coff = Vec::with_capacity(cn + 1);
+        coff.push(0);
         for i in 0..cn {
-            let row = &comm.row(i)[..cn];
-            for (k, chunk) in row.chunks(CHUNK).enumerate() {
-                // Sparse rows: skip all-zero chunks with one vectorisable test (an OR of the
-                // bits: only +0.0 cells give 0; -0.0 and NaN fall through to the exact test).
-                if chunk.iter().fold(0u64, |a, &v| a | v.to_bits()) == 0 {
-                    continue;
-                }
-                for (jj, &v) in chunk.iter().enumerate() {
-                    let j = k * CHUNK + jj;
-                    if v != 0.0 && i != j {
-                        adj.push(j as u32);
-                        w.push(v);
-                        toff[j + 1] += 1;
-                    }
+            cols.extend(
+                comm.nonzero_columns(i)
+                    .take_while(|&j| j < cn)
+                    .map(|j| j as u32),
+            );
+            coff.push(cols.len());
+        }
+        let mut vals: Vec<f64> = Vec::with_capacity(cols.len());
+        for i in 0..cn {
+            let row = comm.row(i);
+            vals.extend(cols[coff[i]..coff[i + 1]].iter().map(|&j| row[j as usize]));
+        }
+        for i in 0..cn {
+            let r = coff[i]..coff[i + 1];
+            for (&j, &v) in cols[r.clone()].iter().zip(&vals[r]) {
+                if v != 0.0 && i != j as usize {
+                    adj.push(j);
+                    w.push(v);
+                    toff[j as usize + 1] += 1;
                 }
             }
             off.push(adj.len());
@@ -172,5 +185,90 @@ impl Graph {
             }
         }
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baselines::SplitMix64;
+
+    /// The graph a scan of every cell gives: for each pair, `(c[i][j] + c[j][i]) / 2` of the cells
+    /// that compare unequal to 0.0 (so -0.0 is left out and NaN kept), summed in that order.
+    fn scanned(comm: &CommMatrix, n: usize, total: usize) -> Graph {
+        let cn = comm.len().min(n);
+        let mut g = Graph {
+            off: vec![0],
+            adj: Vec::new(),
+            w: Vec::new(),
+        };
+        for i in 0..cn {
+            for j in 0..cn {
+                let (a, b) = (comm.get(i, j), comm.get(j, i));
+                if i == j || (a == 0.0 && b == 0.0) {
+                    continue;
+                }
+                let mut v = 0.0;
+                if a != 0.0 {
+                    v += a;
+                }
+                if b != 0.0 {
+                    v += b;
+                }
+                g.adj.push(j as u32);
+                g.w.push(v / 2.0);
+            }
+            g.off.push(g.adj.len());
+        }
+        for _ in cn..total {
+            g.off.push(g.adj.len());
+        }
+        g
+    }
+
+    /// Building the graph from the matrix's non-zero bitmap gives the graph of a full scan, bit
+    /// for bit: random sparse matrices (sizes around multiples of 64) filled by `set` and
+    /// `add_pair`, with cells set back to 0.0, set to -0.0 or NaN, read back through
+    /// `from_rows`, `from_csv` and `symmetrized`, and for fewer tasks than the matrix has.
+    #[test]
+    fn issue6_graph_from_nonzero_bitmap_matches_full_scan() {
+        let mut rng = SplitMix64::new(66);
+        for round in 0..40 {
+            let n = [1, 2, 63, 64, 65, 130][round % 6] + rng.below(3);
+            let mut c = CommMatrix::new(n);
+            for _ in 0..3 * n {
+                let (i, j) = (rng.below(n), rng.below(n));
+                match rng.below(6) {
+                    0 => c.set(i, j, 0.0),
+                    1 => c.set(i, j, -0.0),
+                    2 if round % 4 == 0 => c.set(i, j, f64::NAN),
+                    3 => c.set(i, j, 1.0 + rng.below(50) as f64),
+                    _ => c.add_pair(i, j, 0.5 + rng.below(9) as f64),
+                }
+            }
+            let mut variants = vec![c.clone(), c.symmetrized()];
+            let rows: Vec<Vec<f64>> = (0..n).map(|i| c.row(i).to_vec()).collect();
+            variants.push(CommMatrix::from_rows(&rows).unwrap_or_else(|| CommMatrix::new(0)));
+            if round % 4 != 0 {
+                // no NaN: the CSV reader refuses it
+                variants.push(
+                    CommMatrix::from_csv(&c.to_csv(), "m").unwrap_or_else(|_| CommMatrix::new(0)),
+                );
+            }
+            for (k, m) in variants.iter().enumerate() {
+                assert_eq!(m.len(), n, "round {round} variant {k}");
+                for tasks in [n, n / 2] {
+                    let want = scanned(m, tasks, n + 3);
+                    let got = Graph::from_comm(m, tasks, n + 3);
+                    // bit for bit (NaN weights compare by their bits)
+                    let bits = |g: &Graph| g.w.iter().map(|w| w.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        (&got.off, &got.adj, bits(&got)),
+                        (&want.off, &want.adj, bits(&want)),
+                        "round {round} variant {k} tasks {tasks}"
+                    );
+                }
+            }
+        }
     }
 }
