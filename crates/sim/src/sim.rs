@@ -1804,7 +1804,7 @@ mod tests {
                         4 | 5 => conflict[(x >> 24) as usize % conflict.len()] << 6,
                         _ => 0x4000_0000 + ((k as u64) << 24) + (x >> 28) % (64 << 10),
                     };
-                    Op::Access(if (x >> 40) % 3 == 0 {
+                    Op::Access(if (x >> 40).is_multiple_of(3) {
                         Access::write(vaddr)
                     } else {
                         Access::read(vaddr)
