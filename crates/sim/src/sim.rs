@@ -88,7 +88,7 @@ struct CacheInst {
 /// A PU's path in the common shape (issue 4's "path specialised for the common shape"): a first
 /// level with no directory bit and nothing inside it, a second private level with its directory
 /// bit that keeps exactly the first inclusive, and one shared level with its directory bit and
-/// nothing inclusive in it (7 of the 12 catalog machines, laso-hpl among them). Resolved once per
+/// nothing inclusive in it (6 of the 12 catalog machines, laso-hpl among them). Resolved once per
 /// PU in `new`, so that an L1 miss runs straight-line code (`access_beyond_l1_3`, `fill3`) instead
 /// of the loops over `path`, the per-level `bit` and `inner` tests and the `set_in` compare of the
 /// general path; the steps and their order are the general path's, so the model is the same bit
