@@ -85,6 +85,42 @@ struct CacheInst {
     inner: Vec<usize>,
 }
 
+/// A PU's path in the common shape (issue 4's "path specialised for the common shape"): a first
+/// level with no directory bit and nothing inside it, a second private level with its directory
+/// bit that keeps exactly the first inclusive, and one shared level with its directory bit and
+/// nothing inclusive in it (6 of the 12 catalog machines, laso-hpl among them). Resolved once per
+/// PU in `new`, so that an L1 miss runs straight-line code (`access_beyond_l1_3`, `fill3`) instead
+/// of the loops over `path`, the per-level `bit` and `inner` tests and the `set_in` compare of the
+/// general path; the steps and their order are the general path's, so the model is the same bit
+/// for bit (`issue4_common_shape_path_gives_the_general_paths_figures`).
+#[derive(Debug, Clone, Copy)]
+struct Path3 {
+    /// Cache indices of the three levels (`path[0..3]`).
+    l1: usize,
+    l2: usize,
+    l3: usize,
+    /// Directory bits of the second and third levels.
+    b2: usize,
+    b3: usize,
+}
+
+impl Path3 {
+    /// The shape of `path` with `n_private` private levels, if it is the common one.
+    fn of(path: &[usize], n_private: usize, caches: &[CacheInst]) -> Option<Self> {
+        let &[l1, l2, l3] = path else { return None };
+        let (c1, c2, c3) = (caches.get(l1)?, caches.get(l2)?, caches.get(l3)?);
+        let shaped = n_private == 2
+            && c1.bit.is_none()
+            && c1.inner.is_empty()
+            && c2.inner == [l1]
+            && c3.inner.is_empty();
+        match (shaped, c2.bit, c3.bit) {
+            (true, Some(b2), Some(b3)) => Some(Path3 { l1, l2, l3, b2, b3 }),
+            _ => None,
+        }
+    }
+}
+
 struct Pu {
     cpu: u32,
     node: usize,
@@ -92,6 +128,8 @@ struct Pu {
     path: Vec<usize>,
     lat: Vec<f64>,
     n_private: usize,
+    /// `path` in the common shape, if it is (`Path3::of`).
+    p3: Option<Path3>,
     path_bits: [u64; 2],
     clock: f64,
     runq: VecDeque<usize>,
@@ -274,6 +312,7 @@ impl Simulator {
                 path,
                 lat,
                 n_private,
+                p3: None,
                 path_bits: [0; 2],
                 clock: 0.0,
                 runq: VecDeque::new(),
@@ -305,6 +344,7 @@ impl Simulator {
                     pu.path_bits[b / 64] |= 1 << (b % 64);
                 }
             }
+            pu.p3 = Path3::of(&pu.path, pu.n_private, &caches);
         }
         let mut mem_nodes: Vec<usize> = (0..machine.nodes.len())
             .filter(|&i| machine.nodes[i].memory_bytes > 0)
@@ -815,16 +855,32 @@ impl Simulator {
             if let Op::Access(a) = th.ahead[slot] {
                 let key = ((pi as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
                 let (llc, base) = th.ahead_llc[slot];
-                for &k in path.iter().skip(1) {
-                    let c = &self.caches[k];
-                    if c.bit.is_some() {
-                        let lru = if k == llc {
-                            c.cache.lru_in(base)
-                        } else {
-                            c.cache.lru(key)
-                        };
-                        if let Some(victim) = lru {
-                            self.dir.prefetch(victim);
+                if let Some(f) = self.pus[p].p3 {
+                    // The common shape: both levels after the first have a directory bit.
+                    if let Some(victim) = self.caches[f.l2].cache.lru(key) {
+                        self.dir.prefetch(victim);
+                    }
+                    let c = &self.caches[f.l3].cache;
+                    let lru = if f.l3 == llc {
+                        c.lru_in(base)
+                    } else {
+                        c.lru(key)
+                    };
+                    if let Some(victim) = lru {
+                        self.dir.prefetch(victim);
+                    }
+                } else {
+                    for &k in path.iter().skip(1) {
+                        let c = &self.caches[k];
+                        if c.bit.is_some() {
+                            let lru = if k == llc {
+                                c.cache.lru_in(base)
+                            } else {
+                                c.cache.lru(key)
+                            };
+                            if let Some(victim) = lru {
+                                self.dir.prefetch(victim);
+                            }
                         }
                     }
                 }
@@ -1049,7 +1105,10 @@ impl Simulator {
             Some((k, st?))
         });
         let Some((k, st)) = first else {
-            return self.access_beyond_l1(ti, p, t, a, key);
+            return match self.pus[p].p3 {
+                Some(f) => self.access_beyond_l1_3(ti, p, t, a, key, f),
+                None => self.access_beyond_l1(ti, p, t, a, key),
+            };
         };
         self.stats.hits[0] += 1;
         let lat = pu.lat[0];
@@ -1112,6 +1171,63 @@ impl Simulator {
                 }
                 return (pu.lat[pos], 0.0);
             }
+        }
+        self.coherent(ti, p, key, t, a.write, hit)
+    }
+
+    /// `access_beyond_l1` for a PU whose path has the common shape `f` (`Path3`): the same steps
+    /// in the same order, as straight-line code. The second level's set is computed here: `set_of`
+    /// depends only on the cache and the key, so it is the one `set_in` would give.
+    #[inline(always)]
+    fn access_beyond_l1_3(
+        &mut self,
+        ti: usize,
+        p: usize,
+        t: f64,
+        a: Access,
+        key: u64,
+        f: Path3,
+    ) -> (f64, f64) {
+        if self.threads[ti].l1_misses == 0 {
+            // As in `access_beyond_l1`: start the fetches `next_op` did not start.
+            let c = &self.caches[f.l3].cache;
+            let base = c.set_of(key);
+            c.prefetch_in(base);
+            self.cur_llc = (f.l3, base);
+            self.dir.prefetch(key);
+            let pr = &self.procs[self.threads[ti].proc];
+            pr.pages.prefetch(a.vaddr >> pr.page_shift);
+        }
+        self.stats.probes[1] += 1;
+        let c2 = &mut self.caches[f.l2].cache;
+        let base2 = c2.set_of(key);
+        if c2.touch_in(base2, key).is_some() {
+            self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
+            self.stats.hits[1] += 1;
+            if !a.write {
+                // A read hit in the private second level: the line into the first level only.
+                self.caches[f.l1].cache.fill_absent(key, SHARED);
+                return (self.pus[p].lat[1], 0.0);
+            }
+            return self.coherent(ti, p, key, t, true, Some(1));
+        }
+        if let Some(victim) = c2.lru_in(base2) {
+            self.dir.prefetch(victim);
+        }
+        self.stats.probes[2] += 1;
+        let base3 = self.set_in(f.l3, key);
+        let c3 = &mut self.caches[f.l3].cache;
+        let hit = if c3.touch_in(base3, key).is_some() {
+            Some(2)
+        } else {
+            if let Some(victim) = c3.lru_in(base3) {
+                self.dir.prefetch(victim);
+            }
+            None
+        };
+        self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
+        if hit.is_some() {
+            self.stats.hits[2] += 1;
         }
         self.coherent(ti, p, key, t, a.write, hit)
     }
@@ -1245,6 +1361,10 @@ impl Simulator {
         // The levels before the one that hit (all, on a miss) were probed by `access` and do not
         // hold the line; nothing since has put it there (invalidations and evictions only remove).
         let missed = hit.unwrap_or(usize::MAX);
+        if let Some(f) = self.pus[p].p3 {
+            self.fill3(f, key, upto, missed, l1_state, t);
+            return (lat, stall);
+        }
         for pos in 0..upto.min(self.pus[p].path.len()) {
             let k = self.pus[p].path[pos];
             let st = if pos == 0 { l1_state } else { SHARED };
@@ -1262,12 +1382,61 @@ impl Simulator {
         (lat, stall)
     }
 
+    /// The fill loop at the end of `coherent` for a path of the common shape `f`: the levels
+    /// `0..upto` (at most 3), those before `missed` known not to hold the line. The first level has
+    /// no directory bit and nothing inside it, so its victim needs nothing (`evicted` would return
+    /// at once); the second's victim leaves the first level and its directory bit.
+    #[inline(always)]
+    fn fill3(&mut self, f: Path3, key: u64, upto: usize, missed: usize, l1_state: u8, t: f64) {
+        if upto == 0 {
+            return;
+        }
+        let c = &mut self.caches[f.l1].cache;
+        if 0 < missed {
+            c.fill_absent(key, l1_state);
+        } else {
+            c.fill(key, l1_state);
+        }
+        if upto == 1 {
+            return;
+        }
+        let c = &mut self.caches[f.l2].cache;
+        let ev = if 1 < missed {
+            c.fill_absent(key, SHARED)
+        } else {
+            c.fill(key, SHARED)
+        };
+        if let Some(ev) = ev {
+            self.caches[f.l1].cache.remove(ev);
+            self.evicted_bit(f.b2, ev, t);
+        }
+        if upto == 2 {
+            return;
+        }
+        let base = self.set_in(f.l3, key);
+        let c = &mut self.caches[f.l3].cache;
+        let ev = if 2 < missed {
+            c.fill_absent_in(base, key, SHARED)
+        } else {
+            c.fill(key, SHARED)
+        };
+        if let Some(ev) = ev {
+            self.evicted_bit(f.b3, ev, t);
+        }
+    }
+
     fn evicted(&mut self, k: usize, line: u64, t: f64) {
         for q in 0..self.caches[k].inner.len() {
             let inner = self.caches[k].inner[q];
             self.caches[inner].cache.remove(line);
         }
         let Some(b) = self.caches[k].bit else { return };
+        self.evicted_bit(b, line, t);
+    }
+
+    /// The directory's part of `evicted`: `line` left a cache whose directory bit is `b`.
+    #[inline]
+    fn evicted_bit(&mut self, b: usize, line: u64, t: f64) {
         let pus = &self.pus;
         let Some((wb, empty)) = self.dir.update(line, |e| {
             e.holders[b / 64] &= !(1 << (b % 64));
@@ -1577,5 +1746,96 @@ impl Simulator {
     /// The processes' pids in spawn order.
     pub fn pids(&self) -> Vec<u32> {
         self.procs.iter().map(|p| p.pid).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::config::HwSampling;
+    use crate::stream::ThreadSpec;
+
+    /// Four threads on PUs far apart run random reads and writes (one in three) over a shared
+    /// 2 MiB region (L2 misses, L3 hits, sharing, invalidations, c2c transfers), over lines that
+    /// all fall in one set of the last-level cache of PU 0 (its evictions), and over a private
+    /// region, with barriers; every seventh access is sampled with its latency. Returns the
+    /// report and samples (Debug), and how many PUs have the common shape.
+    fn run(m: &Machine, general: bool) -> (String, String, usize) {
+        let cfg = SimConfig {
+            hw_sampling: Some(HwSampling {
+                period: 7,
+                jitter: 0.0,
+                min_latency_ns: 0.0,
+                cost_ns: 1.0,
+            }),
+            ..SimConfig::default()
+        };
+        let mut sim = Simulator::new(m, cfg);
+        let shaped = sim.pus.iter().filter(|pu| pu.p3.is_some()).count();
+        if general {
+            for pu in &mut sim.pus {
+                pu.p3 = None;
+            }
+        }
+        // 48 lines of one set of PU 0's last level (more than its ways), from 0x2000_0000.
+        let llc = *sim.pus[0].path.last().unwrap();
+        let c = &sim.caches[llc].cache;
+        let first = 0x2000_0000u64 >> 6;
+        let set = c.set_of(first);
+        let conflict: Vec<u64> = (first..).filter(|&l| c.set_of(l) == set).take(48).collect();
+        let cpus: Vec<u32> = m.pus().iter().collect();
+        let picks = [0, 1, cpus.len() / 2, cpus.len() - 1];
+        let mut spec = ProcessSpec::new("shape", DataPolicy::Interleave);
+        for (k, &i) in picks.iter().enumerate() {
+            let conflict = conflict.clone();
+            let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (k as u64 + 1);
+            let ops: Vec<Op> = (0..4_000u64)
+                .map(|i| {
+                    if i % 1_000 == 999 {
+                        return Op::Barrier;
+                    }
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let vaddr = match x % 8 {
+                        0..=3 => 0x1000_0000 + (x >> 20) % (2 << 20),
+                        4 | 5 => conflict[(x >> 24) as usize % conflict.len()] << 6,
+                        _ => 0x4000_0000 + ((k as u64) << 24) + (x >> 28) % (64 << 10),
+                    };
+                    Op::Access(if (x >> 40).is_multiple_of(3) {
+                        Access::write(vaddr)
+                    } else {
+                        Access::read(vaddr)
+                    })
+                })
+                .collect();
+            spec = spec.thread(ThreadSpec::new(format!("t{k}"), cpus[i], ops.into_iter()));
+        }
+        sim.spawn(spec).unwrap();
+        let r = sim.run();
+        let mut s = Vec::new();
+        sim.take_samples(&mut s);
+        (format!("{r:?}"), format!("{s:?}"), shaped)
+    }
+
+    #[test]
+    fn issue4_common_shape_path_gives_the_general_paths_figures() {
+        let mut shaped_machines = 0;
+        for name in numaff_machine::catalog::names() {
+            let m = numaff_machine::catalog::load(name).unwrap();
+            let (r3, s3, shaped) = run(&m, false);
+            let (r, s, _) = run(&m, true);
+            assert_eq!(r3, r, "{name}: report");
+            assert_eq!(s3, s, "{name}: samples");
+            if shaped > 0 {
+                shaped_machines += 1;
+            }
+            if name == "laso-hpl" {
+                assert_eq!(shaped, m.pus().iter().count(), "laso-hpl: every PU shaped");
+            }
+        }
+        assert!(shaped_machines > 0);
     }
 }
