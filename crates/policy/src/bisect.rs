@@ -1513,4 +1513,58 @@ mod tests {
             assert!(loc.iter().all(|&l| l == u32::MAX));
         }
     }
+    /// The weight-class cache gives the computed class for every weight, including weights that
+    /// land in the same slot one after another (integers, sums, tiny and huge values, repeats).
+    #[test]
+    fn issue6_weight_class_cache_matches_direct() {
+        let mut rng = SplitMix64::new(61);
+        let mut cache = Vec::new();
+        let mut ws: Vec<f64> = (1..=3000).map(f64::from).collect();
+        ws.extend((0..3000).map(|_| rng.below(1 << 20) as f64 / 7.0 + 1e-9));
+        ws.extend([f64::MIN_POSITIVE, 1e-300, 1e300, 0.1, 0.3, 1.25, 1.5625]);
+        // the same weights again, in another order (hits and overwritten slots)
+        let again: Vec<f64> = ws.iter().rev().copied().collect();
+        ws.extend(again);
+        for &w in &ws {
+            assert_eq!(class_of(&mut cache, w), weight_class(w), "weight {w}");
+        }
+        assert_eq!(cache.len(), CLASSES);
+    }
+
+    /// Splits computed with buffers left over from earlier splits of other graphs (the reuse
+    /// across the recursion) are the same as with fresh buffers.
+    #[test]
+    fn issue6_reused_buffers_give_the_same_splits() {
+        let n = 300;
+        let mut rng = SplitMix64::new(62);
+        let mut graphs = Vec::new();
+        for deg in [2, 5, 9] {
+            let mut c = crate::CommMatrix::new(n);
+            for i in 0..n {
+                for _ in 0..deg {
+                    let j = rng.below(n);
+                    if j != i {
+                        c.add_pair(i, j, 1.0 + rng.below(50) as f64);
+                    }
+                }
+            }
+            graphs.push(Graph::from_comm(&c, n, n));
+        }
+        let mut loc = vec![u32::MAX; n];
+        let mut shared = Work::default();
+        for round in 0..2 {
+            for (gi, g) in graphs.iter().enumerate() {
+                for (ca, len) in [(150, 300), (40, 300), (70, 129), (30, 61)] {
+                    let tasks: Vec<u32> = (0..len as u32)
+                        .map(|t| (t * 7 + gi as u32) % n as u32)
+                        .collect();
+                    let fresh = bisect(g, tasks.clone(), ca, &mut loc, &mut Work::default());
+                    let reused = bisect(g, tasks, ca, &mut loc, &mut shared);
+                    assert_eq!(fresh, reused, "round {round}, graph {gi}, {ca} of {len}");
+                    assert_eq!(fresh.0.len(), ca);
+                }
+            }
+        }
+        assert!(!shared.spare.is_empty() && !shared.spare_maps.is_empty());
+    }
 }
