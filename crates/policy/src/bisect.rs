@@ -33,6 +33,7 @@ const SMALL: usize = 8;
 const EXACT: usize = 12;
 
 /// A graph with vertex weights (task counts) in compressed rows.
+#[derive(Default)]
 struct Sub {
     off: Vec<usize>,
     adj: Vec<u32>,
@@ -61,13 +62,23 @@ impl Sub {
     fn cut(&self, side: &[u8]) -> f64 {
         let mut c = 0.0;
         for x in 0..self.len() {
-            for (y, w) in self.row(x) {
-                if y > x && side[x] != side[y] {
+            let sx = side[x];
+            let r = self.off[x]..self.off[x + 1];
+            for (&y, &w) in self.adj[r.clone()].iter().zip(&self.w[r]) {
+                if y as usize > x && side[y as usize] != sx {
                     c += w;
                 }
             }
         }
         c
+    }
+
+    /// Empties the graph, keeping its buffers for reuse.
+    fn clear(&mut self) {
+        self.off.clear();
+        self.adj.clear();
+        self.w.clear();
+        self.vw.clear();
     }
 }
 
@@ -311,12 +322,13 @@ fn bisect(
     }
     // room for every edge of the tasks (no regrowth while filling)
     let room: usize = tasks.iter().map(|&t| graph.row_len(t as usize)).sum();
-    let mut sub = Sub {
-        off: Vec::with_capacity(nv + 1),
-        adj: vec![0; room],
-        w: vec![0.0; room],
-        vw: vec![1; nv],
-    };
+    // buffers of an earlier split's graphs (no allocation per split)
+    let mut sub = wk.spare.pop().unwrap_or_default();
+    sub.clear();
+    sub.off.reserve(nv + 1);
+    sub.adj.resize(room, 0);
+    sub.w.resize(room, 0.0);
+    sub.vw.resize(nv, 1);
     sub.off.push(0);
     // branch-free filling (whether a neighbour is among `tasks` is unpredictable): every edge
     // is written at `k`, which advances only for the kept ones
@@ -338,7 +350,29 @@ fn bisect(
     if 2 * ca == nv {
         strip_hubs(&mut sub);
     }
-    let side: Vec<u8> = if sub.adj.is_empty() {
+    let side: Vec<u8> = if !sub.adj.is_empty() && ca != 1 && ca + 1 != nv && nv > EXACT {
+        multilevel(sub, ca as i64, wk)
+    } else {
+        let side = small_split(&sub, ca);
+        wk.spare.push(sub);
+        side
+    };
+    let mut a = Vec::with_capacity(ca);
+    let mut b = Vec::with_capacity(nv - ca);
+    for (i, t) in tasks.into_iter().enumerate() {
+        if side[i] == 0 {
+            a.push(t);
+        } else {
+            b.push(t);
+        }
+    }
+    (a, b)
+}
+
+/// The split of a graph without edges, with one task alone, or of at most [`EXACT`] tasks.
+fn small_split(sub: &Sub, ca: usize) -> Vec<u8> {
+    let nv = sub.len();
+    if sub.adj.is_empty() {
         (0..nv).map(|i| u8::from(i >= ca)).collect()
     } else if ca == 1 || ca + 1 == nv {
         // One task alone: the one of least weight (ties: the lowest index) is the optimum.
@@ -356,21 +390,9 @@ fn bisect(
         (0..nv)
             .map(|i| if i == lone { 1 - others } else { others })
             .collect()
-    } else if nv <= EXACT {
-        exact(&sub, ca)
     } else {
-        multilevel(sub, ca as i64, wk)
-    };
-    let mut a = Vec::with_capacity(ca);
-    let mut b = Vec::with_capacity(nv - ca);
-    for (i, t) in tasks.into_iter().enumerate() {
-        if side[i] == 0 {
-            a.push(t);
-        } else {
-            b.push(t);
-        }
+        exact(sub, ca)
     }
-    (a, b)
 }
 
 /// Removes the uniform part of every hub's edges, for a split into two equal halves: a vertex x
@@ -478,11 +500,12 @@ fn multilevel(sub: Sub, ca: i64, wk: &mut Work) -> Vec<u8> {
         if g.len() <= COARSE || maxw <= 1 {
             break;
         }
-        let (map, cn) = matching(g, maxw);
+        let (map, cn) = matching(g, maxw, wk);
         if cn * 10 > g.len() * 9 {
+            wk.spare_maps.push(map);
             break;
         }
-        let c = contract(g, &map, cn);
+        let c = contract(g, &map, cn, wk);
         maps.push(map);
         graphs.push(c);
     }
@@ -505,6 +528,8 @@ fn multilevel(sub: Sub, ca: i64, wk: &mut Work) -> Vec<u8> {
             side = again;
         }
     }
+    wk.spare.append(&mut graphs);
+    wk.spare_maps.append(&mut maps);
     side
 }
 
@@ -529,11 +554,12 @@ fn vcycle(g0: &Sub, side: &mut Vec<u8>, ca: i64, maxw: i64, wk: &mut Work) {
         if g.len() <= COARSE || maxw <= 1 {
             break;
         }
-        let (map, cn) = matching_within(g, maxw, &cur);
+        let (map, cn) = matching_within(g, maxw, &cur, wk);
         if cn * 10 > g.len() * 9 {
+            wk.spare_maps.push(map);
             break;
         }
-        let c = contract(g, &map, cn);
+        let c = contract(g, &map, cn, wk);
         let mut cs = vec![0u8; cn];
         for (x, &m) in map.iter().enumerate() {
             cs[m as usize] = cur[x];
@@ -552,6 +578,8 @@ fn vcycle(g0: &Sub, side: &mut Vec<u8>, ca: i64, maxw: i64, wk: &mut Work) {
     }
     force_balance(g0, &mut cur, ca);
     *side = cur;
+    wk.spare.append(&mut graphs);
+    wk.spare_maps.append(&mut maps);
 }
 
 /// Weights compared by the matching: classes 25 % wide (log scale), so that a few per cent of
@@ -563,20 +591,43 @@ fn weight_class(w: f64) -> i32 {
 /// Heavy-edge matching in index order: each unmatched vertex pairs with its unmatched neighbour of
 /// heaviest edge class ([`weight_class`]; ties: lower index) if their weights together stay within `maxw`. Returns the
 /// coarse vertex of every vertex (numbered in order of first member) and the coarse count.
-fn matching(g: &Sub, maxw: i64) -> (Vec<u32>, usize) {
-    match_in(g, maxw, None)
+fn matching(g: &Sub, maxw: i64, wk: &mut Work) -> (Vec<u32>, usize) {
+    match_in(g, maxw, None, wk)
 }
 
 /// [`matching`] for a V-cycle: vertices visited in reverse index order, pairs only within one
 /// side of `side`.
-fn matching_within(g: &Sub, maxw: i64, side: &[u8]) -> (Vec<u32>, usize) {
-    match_in(g, maxw, Some(side))
+fn matching_within(g: &Sub, maxw: i64, side: &[u8], wk: &mut Work) -> (Vec<u32>, usize) {
+    match_in(g, maxw, Some(side), wk)
+}
+
+/// Entries of the [`weight_class`] cache (a power of two).
+const CLASSES: usize = 1024;
+
+/// [`weight_class`] through a direct-mapped cache of the last weight seen in each slot (the
+/// logarithm dominated the matching; weights repeat: a stencil's 10.0, integer weights, their
+/// sums). A hit is the same weight bit for bit, so the class is exactly the computed one.
+fn class_of(cache: &mut Vec<(u64, i32)>, w: f64) -> i32 {
+    if cache.is_empty() {
+        let nan = f64::from_bits(u64::MAX);
+        cache.resize(CLASSES, (u64::MAX, weight_class(nan)));
+    }
+    let bits = w.to_bits();
+    let slot = (bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize & (CLASSES - 1);
+    let e = &mut cache[slot];
+    if e.0 != bits {
+        *e = (bits, weight_class(w));
+    }
+    e.1
 }
 
 /// Heavy-edge matching; with `side`, in reverse index order and within the sides.
-fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>) -> (Vec<u32>, usize) {
+fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>, wk: &mut Work) -> (Vec<u32>, usize) {
     let n = g.len();
-    let mut map = vec![u32::MAX; n];
+    let mut map = wk.spare_maps.pop().unwrap_or_default();
+    map.clear();
+    map.resize(n, u32::MAX);
+    let cache = &mut wk.classes;
     let mut cn = 0u32;
     for i in 0..n {
         let x = if side.is_some() { n - 1 - i } else { i };
@@ -589,7 +640,7 @@ fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>) -> (Vec<u32>, usize) {
                 continue;
             }
             if y != x && map[y] == u32::MAX && g.vw[x] + g.vw[y] <= maxw {
-                let b = weight_class(w);
+                let b = class_of(cache, w);
                 // rows are sorted: on equal classes the lower index (met first) stays
                 if best.is_none_or(|(bb, _)| b > bb) {
                     best = Some((b, y));
@@ -606,22 +657,36 @@ fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>) -> (Vec<u32>, usize) {
 }
 
 /// The coarse graph of a matching: weights summed, edges inside a coarse vertex dropped.
-fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
+fn contract(g: &Sub, map: &[u32], cn: usize, wk: &mut Work) -> Sub {
+    let Work {
+        spare,
+        first,
+        fill,
+        members,
+        acc,
+        touched,
+        ..
+    } = wk;
     // members of each coarse vertex in compressed rows (counting sort by coarse vertex)
-    let mut first = vec![0usize; cn + 1];
+    first.clear();
+    first.resize(cn + 1, 0);
     for &c in map {
         first[c as usize + 1] += 1;
     }
     for c in 0..cn {
         first[c + 1] += first[c];
     }
-    let mut fill = first.clone();
-    let mut members = vec![0u32; map.len()];
+    fill.clear();
+    fill.extend_from_slice(first);
+    members.clear();
+    members.resize(map.len(), 0);
     for (x, &c) in map.iter().enumerate() {
         members[fill[c as usize]] = x as u32;
         fill[c as usize] += 1;
     }
-    let mut acc = vec![0.0; cn];
+    // all 0.0 between coarse vertices (each one's sums are reset after use)
+    acc.clear();
+    acc.resize(cn, 0.0);
     // the coarse neighbours met for the current coarse vertex, written branch-free (every edge
     // is written at `len`, which advances only for a first meeting): room for the longest run
     let most = (0..cn)
@@ -633,13 +698,14 @@ fn contract(g: &Sub, map: &[u32], cn: usize) -> Sub {
         })
         .max()
         .unwrap_or(0);
-    let mut touched: Vec<u32> = vec![0; most];
-    let mut out = Sub {
-        off: Vec::with_capacity(cn + 1),
-        adj: Vec::with_capacity(g.adj.len()),
-        w: Vec::with_capacity(g.adj.len()),
-        vw: vec![0; cn],
-    };
+    touched.clear();
+    touched.resize(most, 0);
+    let mut out = spare.pop().unwrap_or_default();
+    out.clear();
+    out.off.reserve(cn + 1);
+    out.adj.reserve(g.adj.len());
+    out.w.reserve(g.adj.len());
+    out.vw.resize(cn, 0);
     out.off.push(0);
     for c in 0..cn {
         let mut len = 0;
@@ -975,6 +1041,19 @@ struct Work {
     locked: Vec<bool>,
     moves: Vec<usize>,
     heaps: [GainHeap; 2],
+    /// Graphs and matchings of earlier splits, reused for their buffers (no allocation per
+    /// split: 127 multilevel splits at 1024 tasks on 16x4x8x2).
+    spare: Vec<Sub>,
+    spare_maps: Vec<Vec<u32>>,
+    /// [`contract`]'s scratch: the members of each coarse vertex (`first`, `fill`, `members`),
+    /// the summed weight to each coarse neighbour (`acc`) and the neighbours met (`touched`).
+    first: Vec<usize>,
+    fill: Vec<usize>,
+    members: Vec<u32>,
+    acc: Vec<f64>,
+    touched: Vec<u32>,
+    /// The [`class_of`] cache.
+    classes: Vec<(u64, i32)>,
 }
 
 /// Greedy graph growing: side 0 starts as `seed` and takes the vertex that gains most (weight to
@@ -1433,5 +1512,59 @@ mod tests {
             assert_eq!(cut, 1, "ca {ca}");
             assert!(loc.iter().all(|&l| l == u32::MAX));
         }
+    }
+    /// The weight-class cache gives the computed class for every weight, including weights that
+    /// land in the same slot one after another (integers, sums, tiny and huge values, repeats).
+    #[test]
+    fn issue6_weight_class_cache_matches_direct() {
+        let mut rng = SplitMix64::new(61);
+        let mut cache = Vec::new();
+        let mut ws: Vec<f64> = (1..=3000).map(f64::from).collect();
+        ws.extend((0..3000).map(|_| rng.below(1 << 20) as f64 / 7.0 + 1e-9));
+        ws.extend([f64::MIN_POSITIVE, 1e-300, 1e300, 0.1, 0.3, 1.25, 1.5625]);
+        // the same weights again, in another order (hits and overwritten slots)
+        let again: Vec<f64> = ws.iter().rev().copied().collect();
+        ws.extend(again);
+        for &w in &ws {
+            assert_eq!(class_of(&mut cache, w), weight_class(w), "weight {w}");
+        }
+        assert_eq!(cache.len(), CLASSES);
+    }
+
+    /// Splits computed with buffers left over from earlier splits of other graphs (the reuse
+    /// across the recursion) are the same as with fresh buffers.
+    #[test]
+    fn issue6_reused_buffers_give_the_same_splits() {
+        let n = 300;
+        let mut rng = SplitMix64::new(62);
+        let mut graphs = Vec::new();
+        for deg in [2, 5, 9] {
+            let mut c = crate::CommMatrix::new(n);
+            for i in 0..n {
+                for _ in 0..deg {
+                    let j = rng.below(n);
+                    if j != i {
+                        c.add_pair(i, j, 1.0 + rng.below(50) as f64);
+                    }
+                }
+            }
+            graphs.push(Graph::from_comm(&c, n, n));
+        }
+        let mut loc = vec![u32::MAX; n];
+        let mut shared = Work::default();
+        for round in 0..2 {
+            for (gi, g) in graphs.iter().enumerate() {
+                for (ca, len) in [(150, 300), (40, 300), (70, 129), (30, 61)] {
+                    let tasks: Vec<u32> = (0..len as u32)
+                        .map(|t| (t * 7 + gi as u32) % n as u32)
+                        .collect();
+                    let fresh = bisect(g, tasks.clone(), ca, &mut loc, &mut Work::default());
+                    let reused = bisect(g, tasks, ca, &mut loc, &mut shared);
+                    assert_eq!(fresh, reused, "round {round}, graph {gi}, {ca} of {len}");
+                    assert_eq!(fresh.0.len(), ca);
+                }
+            }
+        }
+        assert!(!shared.spare.is_empty() && !shared.spare_maps.is_empty());
     }
 }
