@@ -34,19 +34,8 @@ use numaff_policy::baselines::SplitMix64;
 use numaff_policy::quality::{hop_cost, moved_threads};
 use numaff_policy::{map, Algorithm, CommMatrix, MapInput, Placement, Tree};
 
-/// The calling thread's cpu time in ms (CLOCK_THREAD_CPUTIME_ID): on this shared machine other
-/// jobs preempt the benchmark, and time spent waiting for a cpu is not the mapper's time.
-fn thread_cpu_ms() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec for clock_gettime to fill.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return f64::NAN;
-    }
-    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
-}
+mod common;
+use common::thread_cpu_ms;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 

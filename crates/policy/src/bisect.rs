@@ -762,6 +762,13 @@ struct GainHeap {
 /// Graphs of at most this many vertices use the scanned list instead of the heap.
 const LINEAR: usize = 48;
 
+/// An `i64` that orders like the `f64` key (the sign-magnitude bits made two's complement), so that
+/// the heap compares integers.
+fn order_key(key: f64) -> i64 {
+    let bits = key.to_bits() as i64;
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
+}
+
 impl GainHeap {
     /// Empties the heap and sizes it for `n` vertices.
     fn reset(&mut self, n: usize) {
@@ -828,20 +835,13 @@ impl GainHeap {
 
     /// Inserts `v` with `key`, or moves it to `key` when present.
     fn set(&mut self, v: usize, key: f64) {
-        let bits = key.to_bits() as i64;
-        let ord = bits ^ (((bits >> 63) as u64) >> 1) as i64;
         if self.pos[v] == u32::MAX {
-            self.key[v] = key;
-            self.ord[v] = ord;
-            self.pos[v] = self.heap.len() as u32;
-            self.heap.push(v as u32);
-            if self.linear {
-                self.lord.push(ord);
-                self.note(v as u32, ord);
-            } else {
+            self.push_unordered(v, key);
+            if !self.linear {
                 self.up(self.heap.len() - 1);
             }
         } else {
+            let ord = order_key(key);
             let old = self.ord[v];
             self.key[v] = key;
             self.ord[v] = ord;
@@ -862,8 +862,7 @@ impl GainHeap {
     /// Appends `v` (absent) with `key` without restoring the heap order: a run of these must be
     /// followed by [`GainHeap::heapify`] before any other operation.
     fn push_unordered(&mut self, v: usize, key: f64) {
-        let bits = key.to_bits() as i64;
-        let ord = bits ^ (((bits >> 63) as u64) >> 1) as i64;
+        let ord = order_key(key);
         self.key[v] = key;
         self.ord[v] = ord;
         self.pos[v] = self.heap.len() as u32;
