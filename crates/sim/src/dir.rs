@@ -10,7 +10,7 @@
 //! 2^15) and the dirty bit fit together in one `u64` (laso-hpl: 44 holder bits and 40 PUs): a
 //! 16-byte slot with its key.
 
-use crate::linemap::LineMap;
+use crate::linemap::{LineMap, Prefetcher};
 
 /// A directory entry as the simulator works on it (the wide form, up to 128 holder bits).
 #[derive(Debug, Clone, Copy, Default)]
@@ -19,6 +19,31 @@ pub(crate) struct DirEntry {
     /// PU index + 1 of the private domain with exclusive rights, 0 for none.
     pub(crate) owner: u32,
     pub(crate) dirty: bool,
+}
+
+impl DirEntry {
+    /// `Directory::drop_holder`'s steps on a wide entry.
+    #[inline]
+    fn drop_holder(
+        &mut self,
+        b: usize,
+        owner_bits: impl Fn(usize) -> [u64; 2],
+    ) -> (Option<usize>, bool) {
+        self.holders[b / 64] &= !(1 << (b % 64));
+        let mut wb = None;
+        if let Some(o) = (self.owner as usize).checked_sub(1) {
+            let ob = owner_bits(o);
+            let still = (0..2).any(|w| self.holders[w] & ob[w] != 0);
+            if !still {
+                if self.dirty {
+                    wb = Some(o);
+                }
+                self.owner = 0;
+                self.dirty = false;
+            }
+        }
+        (wb, self.holders == [0, 0])
+    }
 }
 
 /// The narrow form: 16 bytes, a 24-byte slot with its key.
@@ -129,6 +154,17 @@ impl Directory {
         }
     }
 
+    /// `prefetch` with the form resolved once (`LineMap::prefetcher`), for several keys before
+    /// the directory next changes.
+    #[inline]
+    pub(crate) fn prefetcher(&self) -> Prefetcher {
+        match self {
+            Directory::Packed(m, _) => m.prefetcher(),
+            Directory::Narrow(m) => m.prefetcher(),
+            Directory::Wide(m) => m.prefetcher(),
+        }
+    }
+
     /// Number of lines present.
     pub(crate) fn len(&self) -> usize {
         match self {
@@ -175,6 +211,42 @@ impl Directory {
                 r
             }),
             Directory::Wide(m) => m.get_mut(&key).map(f),
+        }
+    }
+
+    /// Clears holder bit `b` of `key`'s entry, if present (a cache whose bit is `b` dropped the
+    /// line); if its owner (PU index `o`) then holds it in none of the caches of `owner_bits(o)`,
+    /// the entry loses its owner and its dirty bit. Returns whether the owner was dropped while
+    /// dirty (its index then) and whether no holder is left: what `update` with these steps on a
+    /// `DirEntry` would give, done on the packed form's `u64` in place (its holder bits are all
+    /// below 48, so the entry's and the owner's second holder words are zero).
+    #[inline]
+    pub(crate) fn drop_holder(
+        &mut self,
+        key: u64,
+        b: usize,
+        owner_bits: impl Fn(usize) -> [u64; 2],
+    ) -> Option<(Option<usize>, bool)> {
+        match self {
+            Directory::Packed(m, _) => m.get_mut(&key).map(|v| {
+                debug_assert!(
+                    b < HOLDER_BITS as usize,
+                    "packed directory given a bit above 47"
+                );
+                let mut x = *v & !(1 << (b % 64));
+                let mut wb = None;
+                if let Some(o) = (((x & !DIRTY) >> HOLDER_BITS) as usize).checked_sub(1) {
+                    if x & HOLDERS & owner_bits(o)[0] == 0 {
+                        if x & DIRTY != 0 {
+                            wb = Some(o);
+                        }
+                        x &= HOLDERS;
+                    }
+                }
+                *v = x;
+                (wb, x & HOLDERS == 0)
+            }),
+            _ => self.update(key, |e| e.drop_holder(b, owner_bits)),
         }
     }
 
@@ -236,7 +308,46 @@ mod tests {
         }
     }
 
-    /// Runs the same random inserts, updates and removals on two directories, with holders below
+    #[test]
+    fn issue4_drop_holder_drops_the_owner_with_its_last_cache() {
+        // PU 4 owns the line dirty through its cache with bit 3; an L3 (bit 10) holds it too.
+        let bits = |o: usize| if o == 4 { [1 << 3, 0] } else { [0, 0] };
+        for mut d in [
+            Directory::new(44, 40),
+            Directory::unpacked(64),
+            Directory::unpacked(65),
+        ] {
+            let e = DirEntry {
+                holders: [1 << 3 | 1 << 10, 0],
+                owner: 5,
+                dirty: true,
+            };
+            d.insert(7, e);
+            assert_eq!(d.drop_holder(8, 3, bits), None, "absent line");
+            assert_eq!(d.drop_holder(7, 10, bits), Some((None, false)));
+            let g = d.get(7).map(|e| (e.holders, e.owner, e.dirty));
+            assert_eq!(
+                g,
+                Some(([1 << 3, 0], 5, true)),
+                "owner kept while it holds the line"
+            );
+            d.insert(7, e);
+            assert_eq!(d.drop_holder(7, 3, bits), Some((Some(4), false)));
+            let g = d.get(7).map(|e| (e.holders, e.owner, e.dirty));
+            assert_eq!(
+                g,
+                Some(([1 << 10, 0], 0, false)),
+                "owner and dirty bit dropped"
+            );
+            assert_eq!(
+                d.drop_holder(7, 10, bits),
+                Some((None, true)),
+                "no holder left"
+            );
+        }
+    }
+
+    /// Runs the same random inserts, updates, holder drops and removals on two directories, with holders below
     /// bit `tracked` and owners up to `max_owner`, and checks that they give the same entries.
     fn same_under_random_use(mut n: Directory, mut w: Directory, tracked: usize, max_owner: u32) {
         let mask = if tracked == 0 {
@@ -260,7 +371,14 @@ mod tests {
                 owner,
                 dirty: x.is_multiple_of(2),
             };
-            match x % 4 {
+            match x % 5 {
+                4 => {
+                    // A cache's bit dropped, with owners' path bits from a fixed pattern.
+                    let b = (x >> 40) as usize % tracked.max(1);
+                    let bits =
+                        |o: usize| [(o as u64).wrapping_mul(0x2545_f491_4f6c_dd1d) & mask, 0];
+                    assert_eq!(n.drop_holder(key, b, bits), w.drop_holder(key, b, bits));
+                }
                 0 => {
                     n.remove(key);
                     w.remove(key);

@@ -18,6 +18,27 @@ struct Slot<V> {
     val: V,
 }
 
+/// `LineMap::prefetch` with the table's layout read once (`LineMap::prefetcher`): the same two
+/// host lines per key. A hint only; valid to use until the table is next changed (a stale one
+/// only fetches the wrong lines: the addresses are never read).
+#[derive(Clone, Copy)]
+pub(crate) struct Prefetcher {
+    ptr: *const u8,
+    slot: usize,
+    shift: u32,
+    mask: usize,
+}
+
+impl Prefetcher {
+    /// Starts the fetches `LineMap::prefetch(key)` starts.
+    #[inline(always)]
+    pub(crate) fn fetch(self, key: u64) {
+        let home = (key.wrapping_mul(MUL) >> self.shift) as usize;
+        crate::hostmem::prefetch(self.ptr.wrapping_add(home * self.slot));
+        crate::hostmem::prefetch(self.ptr.wrapping_add(((home + 1) & self.mask) * self.slot));
+    }
+}
+
 /// A map from `u64` to a small `Copy` value: the subset of `HashMap` the simulator uses.
 #[derive(Clone)]
 pub(crate) struct LineMap<V: Copy + Default> {
@@ -86,6 +107,18 @@ impl<V: Copy + Default> LineMap<V> {
         let p = self.slots.as_ptr();
         crate::hostmem::prefetch(p.wrapping_add(home));
         crate::hostmem::prefetch(p.wrapping_add((home + 1) & self.mask()));
+    }
+
+    /// `prefetch`'s inputs read once (the table's address, slot size, shift and mask), for a caller
+    /// that starts several fetches before the table can change.
+    #[inline]
+    pub(crate) fn prefetcher(&self) -> Prefetcher {
+        Prefetcher {
+            ptr: self.slots.as_ptr().cast(),
+            slot: std::mem::size_of::<Slot<V>>(),
+            shift: self.shift,
+            mask: self.mask(),
+        }
     }
 
     /// Bytes per slot (key and value), as the table stores them.

@@ -826,6 +826,8 @@ impl Simulator {
                 return if th.ops_done { None } else { th.ops.next() };
             }
         }
+        // The directory does not change before this returns: its form and layout read once.
+        let dp = self.dir.prefetcher();
         while fetch && usize::from(th.ahead_len) < LOOKAHEAD && !th.ops_done {
             let Some(op) = th.ops.next() else {
                 th.ops_done = true;
@@ -845,7 +847,7 @@ impl Simulator {
                     llc_set = (llc, base);
                 }
                 th.ahead_llc[slot] = llc_set;
-                self.dir.prefetch(key);
+                dp.fetch(key);
                 let pr = &self.procs[pi];
                 pr.pages.prefetch(a.vaddr >> pr.page_shift);
             }
@@ -858,7 +860,7 @@ impl Simulator {
                 if let Some(f) = self.pus[p].p3 {
                     // The common shape: both levels after the first have a directory bit.
                     if let Some(victim) = self.caches[f.l2].cache.lru(key) {
-                        self.dir.prefetch(victim);
+                        dp.fetch(victim);
                     }
                     let c = &self.caches[f.l3].cache;
                     let lru = if f.l3 == llc {
@@ -867,7 +869,7 @@ impl Simulator {
                         c.lru(key)
                     };
                     if let Some(victim) = lru {
-                        self.dir.prefetch(victim);
+                        dp.fetch(victim);
                     }
                 } else {
                     for &k in path.iter().skip(1) {
@@ -879,7 +881,7 @@ impl Simulator {
                                 c.cache.lru(key)
                             };
                             if let Some(victim) = lru {
-                                self.dir.prefetch(victim);
+                                dp.fetch(victim);
                             }
                         }
                     }
@@ -1188,7 +1190,10 @@ impl Simulator {
         key: u64,
         f: Path3,
     ) -> (f64, f64) {
-        if self.threads[ti].l1_misses == 0 {
+        // Whether `next_op` ran its lookahead for this access: it then started the fetches of
+        // the sets and directory slots below, its victims' included (`VICTIM_AHEAD`).
+        let ahead = self.threads[ti].l1_misses > 0;
+        if !ahead {
             // As in `access_beyond_l1`: start the fetches `next_op` did not start.
             let c = &self.caches[f.l3].cache;
             let base = c.set_of(key);
@@ -1211,8 +1216,10 @@ impl Simulator {
             }
             return self.coherent(ti, p, key, t, true, Some(1));
         }
-        if let Some(victim) = c2.lru_in(base2) {
-            self.dir.prefetch(victim);
+        if !ahead {
+            if let Some(victim) = c2.lru_in(base2) {
+                self.dir.prefetch(victim);
+            }
         }
         self.stats.probes[2] += 1;
         let base3 = self.set_in(f.l3, key);
@@ -1220,8 +1227,10 @@ impl Simulator {
         let hit = if c3.touch_in(base3, key).is_some() {
             Some(2)
         } else {
-            if let Some(victim) = c3.lru_in(base3) {
-                self.dir.prefetch(victim);
+            if !ahead {
+                if let Some(victim) = c3.lru_in(base3) {
+                    self.dir.prefetch(victim);
+                }
             }
             None
         };
@@ -1438,29 +1447,14 @@ impl Simulator {
     #[inline]
     fn evicted_bit(&mut self, b: usize, line: u64, t: f64) {
         let pus = &self.pus;
-        let Some((wb, empty)) = self.dir.update(line, |e| {
-            e.holders[b / 64] &= !(1 << (b % 64));
-            let mut wb = None;
-            if let Some(o) = (e.owner as usize).checked_sub(1) {
-                let ob = pus[o].path_bits;
-                let still = (0..2).any(|w| e.holders[w] & ob[w] != 0);
-                if !still {
-                    if e.dirty {
-                        wb = Some(pus[o].node);
-                    }
-                    e.owner = 0;
-                    e.dirty = false;
-                }
-            }
-            (wb, !any(e.holders))
-        }) else {
+        let Some((wb, empty)) = self.dir.drop_holder(line, b, |o| pus[o].path_bits) else {
             return;
         };
         if empty {
             self.dir.remove(line);
         }
-        if let Some(n) = wb {
-            self.writeback(line, n, t);
+        if let Some(o) = wb {
+            self.writeback(line, self.pus[o].node, t);
         }
     }
 
