@@ -749,15 +749,21 @@ fn describe_induce(i: Induce, rate: f64) -> String {
     match i {
         Induce::Off => "off: each page is sampled at its first touch only".into(),
         Induce::Uffd => format!(
-            "uffd agent (LD_PRELOAD), {rate} re-arms per page per second: {}",
-            induce::UFFD_SEES
+            "uffd agent (LD_PRELOAD), {rate} re-arms per page per second: {}; cost: {}",
+            induce::UFFD_SEES,
+            induce::UFFD_COST
         ),
         Induce::SoftDirty => format!(
-            "soft-dirty, every page re-armed every {:.3} s: {}",
+            "soft-dirty, every page re-armed every {:.3} s: {}; cost: {}",
             1.0 / rate,
-            induce::SOFT_DIRTY_SEES
+            induce::SOFT_DIRTY_SEES,
+            induce::SOFT_DIRTY_COST
         ),
-        Induce::Balancing => format!("NUMA-balancing hinting faults: {}", induce::BALANCING_SEES),
+        Induce::Balancing => format!(
+            "NUMA-balancing hinting faults: {}; cost: {}",
+            induce::BALANCING_SEES,
+            induce::BALANCING_COST
+        ),
         Induce::Auto => "auto".into(),
     }
 }

@@ -133,13 +133,18 @@ pub const BALANCING_SEES: &str = "reads and writes of pages the kernel's NUMA ba
      (its scan rate, not --induce-rate); the kernel also migrates those pages itself";
 
 /// Measured cost per induced fault of the uffd agent.
-pub const UFFD_COST: &str = "measured 0.3-3.5 µs per induced write fault on private memory, \
-     2.8-6.8 µs per re-armed shared page (agent alone, Linux 6.18, README), plus the sampler's \
-     cost per sample";
+pub const UFFD_COST: &str = "measured inside the program 1.1-1.3 µs per induced write fault \
+     on private memory at the default rate (1.4-1.5 µs with its sample), 2.8-6.8 µs per re-armed \
+     shared page (Linux 6.18 on a 2-cpu KVM guest, README)";
 /// Measured cost per induced fault of soft-dirty re-arming.
 pub const SOFT_DIRTY_COST: &str = "measured 2.9-6.3 µs per induced write fault in a QEMU TCG \
      guest (emulated, indicative only; README), plus a clear_refs page-table walk per period and \
      the sampler's cost per sample";
+
+/// Measured cost per NUMA-balancing hinting fault.
+pub const BALANCING_COST: &str = "measured inside the program 1.4-3.3 µs per hinting fault (the \
+     kernel's scan included; one node, no migration: Linux 6.18 on a 2-cpu KVM guest, README), \
+     the kernel's page migrations on top; present whether or not numaff listens";
 
 /// `userfaultfd` with `UFFD_FEATURE_WP_ASYNC` in this process: `Ok("full")`, `Ok("user-mode-only")`
 /// or why not. The agent makes the same calls in the profiled program.
@@ -251,7 +256,7 @@ pub fn options() -> Vec<InduceOption> {
                 Err(e) => format!("cannot read kernel.numa_balancing: {e}"),
             },
             sees: BALANCING_SEES,
-            cost: "the kernel's own; present whether or not numaff listens",
+            cost: BALANCING_COST,
         },
     ]
 }
