@@ -113,157 +113,307 @@ impl Packing {
     }
 }
 
+/// Which of its three forms a `Directory` uses (fixed by `Directory::new`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FormKind {
+    Packed,
+    Narrow,
+    Wide,
+}
+
+/// One form of the directory, as a type: the simulator's access path is generic over it
+/// (`Simulator::run_pu` picks the instance once per call), so the form is not matched on every
+/// directory lookup. `map` is a plain field of `Directory`, not a match.
+pub(crate) trait Form {
+    /// The `Directory::kind` this form reads (checked in debug builds: another form's map is
+    /// empty, so a mismatch would lose the directory silently).
+    const KIND: FormKind;
+    type V: Copy + Default;
+    fn map(d: &Directory) -> &LineMap<Self::V>;
+    fn map_mut(d: &mut Directory) -> &mut LineMap<Self::V>;
+    fn unpack(v: Self::V) -> DirEntry;
+    fn pack(e: DirEntry) -> Self::V;
+    /// `Directory::drop_holder`'s steps on a stored value.
+    #[inline]
+    fn drop_holder(
+        v: &mut Self::V,
+        b: usize,
+        owner_bits: impl Fn(usize) -> [u64; 2],
+    ) -> (Option<usize>, bool) {
+        let mut e = Self::unpack(*v);
+        let r = e.drop_holder(b, owner_bits);
+        *v = Self::pack(e);
+        r
+    }
+}
+
+/// The packed form (`Packing`): a `u64` per line.
+pub(crate) struct PackedForm;
+/// The narrow form: holders in one `u64`.
+pub(crate) struct NarrowForm;
+/// The wide form: `DirEntry` itself.
+pub(crate) struct WideForm;
+
+impl Form for PackedForm {
+    const KIND: FormKind = FormKind::Packed;
+    type V = u64;
+    #[inline(always)]
+    fn map(d: &Directory) -> &LineMap<u64> {
+        debug_assert_eq!(d.kind, Self::KIND, "directory read with another form");
+        &d.packed
+    }
+    #[inline(always)]
+    fn map_mut(d: &mut Directory) -> &mut LineMap<u64> {
+        debug_assert_eq!(d.kind, Self::KIND, "directory written with another form");
+        &mut d.packed
+    }
+    #[inline(always)]
+    fn unpack(v: u64) -> DirEntry {
+        Packing.unpack(v)
+    }
+    #[inline(always)]
+    fn pack(e: DirEntry) -> u64 {
+        Packing.pack(e)
+    }
+    /// On the `u64` in place: its holder bits are all below 48, so the entry's and the owner's
+    /// second holder words are zero and the one-word test is the two-word one.
+    #[inline]
+    fn drop_holder(
+        v: &mut u64,
+        b: usize,
+        owner_bits: impl Fn(usize) -> [u64; 2],
+    ) -> (Option<usize>, bool) {
+        debug_assert!(
+            b < HOLDER_BITS as usize,
+            "packed directory given a bit above 47"
+        );
+        let mut x = *v & !(1 << (b % 64));
+        let mut wb = None;
+        if let Some(o) = (((x & !DIRTY) >> HOLDER_BITS) as usize).checked_sub(1) {
+            if x & HOLDERS & owner_bits(o)[0] == 0 {
+                if x & DIRTY != 0 {
+                    wb = Some(o);
+                }
+                x &= HOLDERS;
+            }
+        }
+        *v = x;
+        (wb, x & HOLDERS == 0)
+    }
+}
+
+impl Form for NarrowForm {
+    const KIND: FormKind = FormKind::Narrow;
+    type V = Narrow;
+    #[inline(always)]
+    fn map(d: &Directory) -> &LineMap<Narrow> {
+        debug_assert_eq!(d.kind, Self::KIND, "directory read with another form");
+        &d.narrow
+    }
+    #[inline(always)]
+    fn map_mut(d: &mut Directory) -> &mut LineMap<Narrow> {
+        debug_assert_eq!(d.kind, Self::KIND, "directory written with another form");
+        &mut d.narrow
+    }
+    #[inline(always)]
+    fn unpack(v: Narrow) -> DirEntry {
+        v.widen()
+    }
+    #[inline(always)]
+    fn pack(e: DirEntry) -> Narrow {
+        Narrow::from_wide(e)
+    }
+}
+
+impl Form for WideForm {
+    const KIND: FormKind = FormKind::Wide;
+    type V = DirEntry;
+    #[inline(always)]
+    fn map(d: &Directory) -> &LineMap<DirEntry> {
+        debug_assert_eq!(d.kind, Self::KIND, "directory read with another form");
+        &d.wide
+    }
+    #[inline(always)]
+    fn map_mut(d: &mut Directory) -> &mut LineMap<DirEntry> {
+        debug_assert_eq!(d.kind, Self::KIND, "directory written with another form");
+        &mut d.wide
+    }
+    #[inline(always)]
+    fn unpack(v: DirEntry) -> DirEntry {
+        v
+    }
+    #[inline(always)]
+    fn pack(e: DirEntry) -> DirEntry {
+        e
+    }
+}
+
 /// The directory: packed when holders, owner and dirty bit fit in a `u64`, else narrow when every
-/// tracked cache's bit is below 64, wide otherwise.
-pub(crate) enum Directory {
-    Packed(LineMap<u64>, Packing),
-    Narrow(LineMap<Narrow>),
-    Wide(LineMap<DirEntry>),
+/// tracked cache's bit is below 64, wide otherwise. One map per form, only `kind`'s used (the
+/// other two stay empty at 8 slots each), so that a `Form` reaches its map without a match.
+pub(crate) struct Directory {
+    kind: FormKind,
+    packed: LineMap<u64>,
+    narrow: LineMap<Narrow>,
+    wide: LineMap<DirEntry>,
 }
 
 impl Directory {
+    fn of(kind: FormKind) -> Self {
+        // The form in use starts at `LineMap::default()`'s size, as before the three maps.
+        let size = |k: FormKind| if k == kind { 64 } else { 8 };
+        Directory {
+            kind,
+            packed: LineMap::with_capacity(size(FormKind::Packed)),
+            narrow: LineMap::with_capacity(size(FormKind::Narrow)),
+            wide: LineMap::with_capacity(size(FormKind::Wide)),
+        }
+    }
+
     /// A directory for a machine with `tracked` directory bits in use and owners (PU index + 1)
     /// up to `max_owner`.
     pub(crate) fn new(tracked: usize, max_owner: u32) -> Self {
-        if let Some(p) = Packing::new(tracked, max_owner) {
-            Directory::Packed(LineMap::default(), p)
+        Self::of(if Packing::new(tracked, max_owner).is_some() {
+            FormKind::Packed
         } else if tracked <= 64 {
-            Directory::Narrow(LineMap::default())
+            FormKind::Narrow
         } else {
-            Directory::Wide(LineMap::default())
-        }
+            FormKind::Wide
+        })
+    }
+
+    /// The directory of form `kind` for `new`'s machine, if that form can hold it (for tests).
+    #[cfg(test)]
+    pub(crate) fn with_kind(tracked: usize, max_owner: u32, kind: FormKind) -> Option<Self> {
+        let fits = match kind {
+            FormKind::Packed => Packing::new(tracked, max_owner).is_some(),
+            FormKind::Narrow => tracked <= 64,
+            FormKind::Wide => true,
+        };
+        fits.then(|| Self::of(kind))
     }
 
     /// Only the narrow or wide form, as `new` chose before the packed form existed (for tests).
     #[cfg(test)]
     fn unpacked(tracked: usize) -> Self {
-        if tracked <= 64 {
-            Directory::Narrow(LineMap::default())
+        Self::of(if tracked <= 64 {
+            FormKind::Narrow
         } else {
-            Directory::Wide(LineMap::default())
-        }
+            FormKind::Wide
+        })
+    }
+
+    /// The form in use: the `Form` to run the access path with.
+    pub(crate) fn kind(&self) -> FormKind {
+        self.kind
     }
 
     /// Starts the host's fetch of the slots a lookup of `key` reads.
     #[inline]
-    pub(crate) fn prefetch(&self, key: u64) {
-        match self {
-            Directory::Packed(m, _) => m.prefetch(key),
-            Directory::Narrow(m) => m.prefetch(key),
-            Directory::Wide(m) => m.prefetch(key),
-        }
+    pub(crate) fn prefetch<F: Form>(&self, key: u64) {
+        F::map(self).prefetch(key);
     }
 
-    /// `prefetch` with the form resolved once (`LineMap::prefetcher`), for several keys before
-    /// the directory next changes.
+    /// `prefetch` with the layout read once (`LineMap::prefetcher`), for several keys before the
+    /// directory next changes.
     #[inline]
-    pub(crate) fn prefetcher(&self) -> Prefetcher {
-        match self {
-            Directory::Packed(m, _) => m.prefetcher(),
-            Directory::Narrow(m) => m.prefetcher(),
-            Directory::Wide(m) => m.prefetcher(),
-        }
+    pub(crate) fn prefetcher<F: Form>(&self) -> Prefetcher {
+        F::map(self).prefetcher()
     }
 
     /// Number of lines present.
     pub(crate) fn len(&self) -> usize {
-        match self {
-            Directory::Packed(m, _) => m.len(),
-            Directory::Narrow(m) => m.len(),
-            Directory::Wide(m) => m.len(),
-        }
+        self.packed.len() + self.narrow.len() + self.wide.len()
     }
 
     /// The entry of `key`, if present.
     #[inline]
-    pub(crate) fn get(&self, key: u64) -> Option<DirEntry> {
-        match self {
-            Directory::Packed(m, p) => m.get(&key).map(|&v| p.unpack(v)),
-            Directory::Narrow(m) => m.get(&key).map(|n| n.widen()),
-            Directory::Wide(m) => m.get(&key).copied(),
-        }
+    pub(crate) fn get<F: Form>(&self, key: u64) -> Option<DirEntry> {
+        F::map(self).get(&key).map(|&v| F::unpack(v))
     }
 
     /// Sets the entry of `key`, adding it if absent.
     #[inline]
-    pub(crate) fn insert(&mut self, key: u64, e: DirEntry) {
-        match self {
-            Directory::Packed(m, p) => m.insert(key, p.pack(e)),
-            Directory::Narrow(m) => m.insert(key, Narrow::from_wide(e)),
-            Directory::Wide(m) => m.insert(key, e),
-        }
+    pub(crate) fn insert<F: Form>(&mut self, key: u64, e: DirEntry) {
+        F::map_mut(self).insert(key, F::pack(e));
     }
 
     /// Applies `f` to the entry of `key` in place, if present, and returns its result.
     #[inline]
-    pub(crate) fn update<R>(&mut self, key: u64, f: impl FnOnce(&mut DirEntry) -> R) -> Option<R> {
-        match self {
-            Directory::Packed(m, p) => m.get_mut(&key).map(|v| {
-                let mut e = p.unpack(*v);
-                let r = f(&mut e);
-                *v = p.pack(e);
-                r
-            }),
-            Directory::Narrow(m) => m.get_mut(&key).map(|n| {
-                let mut e = n.widen();
-                let r = f(&mut e);
-                *n = Narrow::from_wide(e);
-                r
-            }),
-            Directory::Wide(m) => m.get_mut(&key).map(f),
-        }
+    pub(crate) fn update<F: Form, R>(
+        &mut self,
+        key: u64,
+        f: impl FnOnce(&mut DirEntry) -> R,
+    ) -> Option<R> {
+        F::map_mut(self).get_mut(&key).map(|v| {
+            let mut e = F::unpack(*v);
+            let r = f(&mut e);
+            *v = F::pack(e);
+            r
+        })
     }
 
     /// Clears holder bit `b` of `key`'s entry, if present (a cache whose bit is `b` dropped the
     /// line); if its owner (PU index `o`) then holds it in none of the caches of `owner_bits(o)`,
     /// the entry loses its owner and its dirty bit. Returns whether the owner was dropped while
     /// dirty (its index then) and whether no holder is left: what `update` with these steps on a
-    /// `DirEntry` would give, done on the packed form's `u64` in place (its holder bits are all
-    /// below 48, so the entry's and the owner's second holder words are zero).
+    /// `DirEntry` would give (on the packed form's `u64` in place, `PackedForm::drop_holder`).
     #[inline]
-    pub(crate) fn drop_holder(
+    pub(crate) fn drop_holder<F: Form>(
         &mut self,
         key: u64,
         b: usize,
         owner_bits: impl Fn(usize) -> [u64; 2],
     ) -> Option<(Option<usize>, bool)> {
-        match self {
-            Directory::Packed(m, _) => m.get_mut(&key).map(|v| {
-                debug_assert!(
-                    b < HOLDER_BITS as usize,
-                    "packed directory given a bit above 47"
-                );
-                let mut x = *v & !(1 << (b % 64));
-                let mut wb = None;
-                if let Some(o) = (((x & !DIRTY) >> HOLDER_BITS) as usize).checked_sub(1) {
-                    if x & HOLDERS & owner_bits(o)[0] == 0 {
-                        if x & DIRTY != 0 {
-                            wb = Some(o);
-                        }
-                        x &= HOLDERS;
-                    }
-                }
-                *v = x;
-                (wb, x & HOLDERS == 0)
-            }),
-            _ => self.update(key, |e| e.drop_holder(b, owner_bits)),
-        }
+        F::map_mut(self)
+            .get_mut(&key)
+            .map(|v| F::drop_holder(v, b, owner_bits))
     }
 
     /// Removes `key`.
     #[inline]
-    pub(crate) fn remove(&mut self, key: u64) {
-        match self {
-            Directory::Packed(m, _) => {
-                m.remove(&key);
-            }
-            Directory::Narrow(m) => {
-                m.remove(&key);
-            }
-            Directory::Wide(m) => {
-                m.remove(&key);
-            }
+    pub(crate) fn remove<F: Form>(&mut self, key: u64) {
+        F::map_mut(self).remove(&key);
+    }
+}
+
+/// The directory's methods with the form matched per call (tests only: they mix forms).
+#[cfg(test)]
+macro_rules! any_form {
+    ($d:expr, $m:ident ( $($a:expr),* )) => {
+        match $d.kind() {
+            FormKind::Packed => $d.$m::<PackedForm>($($a),*),
+            FormKind::Narrow => $d.$m::<NarrowForm>($($a),*),
+            FormKind::Wide => $d.$m::<WideForm>($($a),*),
         }
+    };
+}
+
+#[cfg(test)]
+impl Directory {
+    fn get_any(&self, key: u64) -> Option<DirEntry> {
+        any_form!(self, get(key))
+    }
+    fn insert_any(&mut self, key: u64, e: DirEntry) {
+        any_form!(self, insert(key, e))
+    }
+    fn update_any<R>(&mut self, key: u64, f: impl FnOnce(&mut DirEntry) -> R) -> Option<R> {
+        match self.kind() {
+            FormKind::Packed => self.update::<PackedForm, R>(key, f),
+            FormKind::Narrow => self.update::<NarrowForm, R>(key, f),
+            FormKind::Wide => self.update::<WideForm, R>(key, f),
+        }
+    }
+    fn drop_holder_any(
+        &mut self,
+        key: u64,
+        b: usize,
+        owner_bits: impl Fn(usize) -> [u64; 2],
+    ) -> Option<(Option<usize>, bool)> {
+        any_form!(self, drop_holder(key, b, owner_bits))
+    }
+    fn remove_any(&mut self, key: u64) {
+        any_form!(self, remove(key))
     }
 }
 
@@ -281,8 +431,8 @@ mod tests {
     fn issue4_narrow_and_wide_directories_agree() {
         let n = Directory::unpacked(64);
         let w = Directory::unpacked(65);
-        assert!(matches!(n, Directory::Narrow(_)));
-        assert!(matches!(w, Directory::Wide(_)));
+        assert!(n.kind() == FormKind::Narrow);
+        assert!(w.kind() == FormKind::Wide);
         same_under_random_use(n, w, 64, 9);
     }
 
@@ -290,19 +440,19 @@ mod tests {
     fn issue4_packed_directory_slot_is_16_bytes_where_it_fits() {
         assert_eq!(LineMap::<u64>::slot_bytes(), 16);
         // laso-hpl: 40 private L2s + 4 L3s, owners 1..=40.
-        assert!(matches!(Directory::new(44, 40), Directory::Packed(..)));
-        assert!(matches!(Directory::new(48, 32767), Directory::Packed(..)));
-        assert!(matches!(Directory::new(49, 40), Directory::Narrow(_)));
-        assert!(matches!(Directory::new(20, 32768), Directory::Narrow(_)));
-        assert!(matches!(Directory::new(64, 1), Directory::Narrow(_)));
-        assert!(matches!(Directory::new(65, 1), Directory::Wide(_)));
+        assert!(Directory::new(44, 40).kind() == FormKind::Packed);
+        assert!(Directory::new(48, 32767).kind() == FormKind::Packed);
+        assert!(Directory::new(49, 40).kind() == FormKind::Narrow);
+        assert!(Directory::new(20, 32768).kind() == FormKind::Narrow);
+        assert!(Directory::new(64, 1).kind() == FormKind::Narrow);
+        assert!(Directory::new(65, 1).kind() == FormKind::Wide);
     }
 
     #[test]
     fn issue4_packed_and_wide_directories_agree() {
         for (tracked, max_owner) in [(44, 40), (1, 1), (0, 5), (48, 32767), (20, 2000)] {
             let p = Directory::new(tracked, max_owner);
-            assert!(matches!(p, Directory::Packed(..)), "{tracked} {max_owner}");
+            assert!(p.kind() == FormKind::Packed, "{tracked} {max_owner}");
             let w = Directory::unpacked(65);
             same_under_random_use(p, w, tracked, max_owner);
         }
@@ -322,25 +472,25 @@ mod tests {
                 owner: 5,
                 dirty: true,
             };
-            d.insert(7, e);
-            assert_eq!(d.drop_holder(8, 3, bits), None, "absent line");
-            assert_eq!(d.drop_holder(7, 10, bits), Some((None, false)));
-            let g = d.get(7).map(|e| (e.holders, e.owner, e.dirty));
+            d.insert_any(7, e);
+            assert_eq!(d.drop_holder_any(8, 3, bits), None, "absent line");
+            assert_eq!(d.drop_holder_any(7, 10, bits), Some((None, false)));
+            let g = d.get_any(7).map(|e| (e.holders, e.owner, e.dirty));
             assert_eq!(
                 g,
                 Some(([1 << 3, 0], 5, true)),
                 "owner kept while it holds the line"
             );
-            d.insert(7, e);
-            assert_eq!(d.drop_holder(7, 3, bits), Some((Some(4), false)));
-            let g = d.get(7).map(|e| (e.holders, e.owner, e.dirty));
+            d.insert_any(7, e);
+            assert_eq!(d.drop_holder_any(7, 3, bits), Some((Some(4), false)));
+            let g = d.get_any(7).map(|e| (e.holders, e.owner, e.dirty));
             assert_eq!(
                 g,
                 Some(([1 << 10, 0], 0, false)),
                 "owner and dirty bit dropped"
             );
             assert_eq!(
-                d.drop_holder(7, 10, bits),
+                d.drop_holder_any(7, 10, bits),
                 Some((None, true)),
                 "no holder left"
             );
@@ -377,15 +527,18 @@ mod tests {
                     let b = (x >> 40) as usize % tracked.max(1);
                     let bits =
                         |o: usize| [(o as u64).wrapping_mul(0x2545_f491_4f6c_dd1d) & mask, 0];
-                    assert_eq!(n.drop_holder(key, b, bits), w.drop_holder(key, b, bits));
+                    assert_eq!(
+                        n.drop_holder_any(key, b, bits),
+                        w.drop_holder_any(key, b, bits)
+                    );
                 }
                 0 => {
-                    n.remove(key);
-                    w.remove(key);
+                    n.remove_any(key);
+                    w.remove_any(key);
                 }
                 1 => {
-                    n.insert(key, e);
-                    w.insert(key, e);
+                    n.insert_any(key, e);
+                    w.insert_any(key, e);
                 }
                 _ => {
                     let f = |d: &mut DirEntry| {
@@ -394,10 +547,10 @@ mod tests {
                         d.dirty = !d.dirty;
                         d.holders[0]
                     };
-                    assert_eq!(n.update(key, f), w.update(key, f));
+                    assert_eq!(n.update_any(key, f), w.update_any(key, f));
                 }
             }
-            let (a, b) = (n.get(key), w.get(key));
+            let (a, b) = (n.get_any(key), w.get_any(key));
             assert_eq!(
                 a.map(|d| (d.holders, d.owner, d.dirty)),
                 b.map(|d| (d.holders, d.owner, d.dirty))

@@ -56,6 +56,11 @@ impl<V: Copy + Default> Default for LineMap<V> {
 }
 
 impl<V: Copy + Default> LineMap<V> {
+    /// An empty table of `n` slots (a power of two, at least 8; `default` has 64).
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Self::with_slots(n)
+    }
+
     fn with_slots(n: usize) -> Self {
         let n = n.next_power_of_two().max(8);
         LineMap {

@@ -18,7 +18,7 @@ use numaff_machine::{CacheKind, CpuSet, Machine};
 
 use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
 use crate::config::{defaults, SimConfig};
-use crate::dir::Directory;
+use crate::dir::{Directory, Form, FormKind, NarrowForm, PackedForm, WideForm};
 use crate::fabric::{Fabric, LINE};
 use crate::pages::{Page, PageTable};
 use crate::report::{Report, ThreadReport};
@@ -772,6 +772,16 @@ impl Simulator {
     }
 
     fn run_pu(&mut self, p: usize, horizon: f64) {
+        // The directory's form, matched once here instead of on every lookup (`dir::Form`).
+        match self.dir.kind() {
+            FormKind::Packed => self.run_pu_in::<PackedForm>(p, horizon),
+            FormKind::Narrow => self.run_pu_in::<NarrowForm>(p, horizon),
+            FormKind::Wide => self.run_pu_in::<WideForm>(p, horizon),
+        }
+    }
+
+    /// `run_pu` with the directory's form `D`.
+    fn run_pu_in<D: Form>(&mut self, p: usize, horizon: f64) {
         loop {
             let Some(ti) = self.pick(p) else { return };
             // Run this thread until the horizon, its slice's end (when others wait), or it stops.
@@ -784,7 +794,7 @@ impl Simulator {
                 if shared && clock >= self.pus[p].slice_end {
                     break;
                 }
-                match self.next_op(ti, p) {
+                match self.next_op::<D>(ti, p) {
                     None => {
                         self.finish(ti, p);
                         break;
@@ -800,7 +810,7 @@ impl Simulator {
                             break;
                         }
                     }
-                    Some(Op::Access(a)) => self.step(ti, p, a),
+                    Some(Op::Access(a)) => self.step::<D>(ti, p, a),
                 }
             }
         }
@@ -812,7 +822,7 @@ impl Simulator {
     /// gets the directory slots of its sets' least recently used lines started. Hints only: what
     /// is simulated does not depend on them.
     #[inline]
-    fn next_op(&mut self, ti: usize, p: usize) -> Option<Op> {
+    fn next_op<D: Form>(&mut self, ti: usize, p: usize) -> Option<Op> {
         let th = &mut self.threads[ti];
         let pi = th.proc;
         let path = &self.pus[p].path;
@@ -827,7 +837,7 @@ impl Simulator {
             }
         }
         // The directory does not change before this returns: its form and layout read once.
-        let dp = self.dir.prefetcher();
+        let dp = self.dir.prefetcher::<D>();
         while fetch && usize::from(th.ahead_len) < LOOKAHEAD && !th.ops_done {
             let Some(op) = th.ops.next() else {
                 th.ops_done = true;
@@ -981,7 +991,7 @@ impl Simulator {
         }
     }
 
-    fn step(&mut self, ti: usize, p: usize, a: Access) {
+    fn step<D: Form>(&mut self, ti: usize, p: usize, a: Access) {
         let mlp = self.cfg.mlp.max(1);
         let th = &mut self.threads[ti];
         let mut t = self.pus[p].clock
@@ -1001,7 +1011,7 @@ impl Simulator {
         } else {
             0.0
         };
-        let (lat, mut stall) = self.access(ti, p, t, a);
+        let (lat, mut stall) = self.access::<D>(ti, p, t, a);
         stall += induced;
         if stall > 0.0 {
             self.pus[p].clock = t;
@@ -1091,7 +1101,7 @@ impl Simulator {
     /// the code of the other levels, which `access_beyond_l1` holds (one call site, inlined): the
     /// same steps as one loop over the levels, in code the compiler lays out better for the hit.
     #[inline]
-    fn access(&mut self, ti: usize, p: usize, t: f64, a: Access) -> (f64, f64) {
+    fn access<D: Form>(&mut self, ti: usize, p: usize, t: f64, a: Access) -> (f64, f64) {
         let key = ((self.threads[ti].proc as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
         self.stats.accesses += 1;
         let pu = &self.pus[p];
@@ -1101,15 +1111,15 @@ impl Simulator {
             if st.is_none() && self.caches[k].bit.is_some() {
                 // The first level missed: as the loop in `access_beyond_l1` does after a miss.
                 if let Some(victim) = self.caches[k].cache.lru(key) {
-                    self.dir.prefetch(victim);
+                    self.dir.prefetch::<D>(victim);
                 }
             }
             Some((k, st?))
         });
         let Some((k, st)) = first else {
             return match self.pus[p].p3 {
-                Some(f) => self.access_beyond_l1_3(ti, p, t, a, key, f),
-                None => self.access_beyond_l1(ti, p, t, a, key),
+                Some(f) => self.access_beyond_l1_3::<D>(ti, p, t, a, key, f),
+                None => self.access_beyond_l1::<D>(ti, p, t, a, key),
             };
         };
         self.stats.hits[0] += 1;
@@ -1121,17 +1131,24 @@ impl Simulator {
             return (lat, 0.0);
         }
         if a.write && st == EXCLUSIVE {
-            self.dir.update(key, |e| e.dirty = true);
+            self.dir.update::<D, _>(key, |e| e.dirty = true);
             self.caches[k].cache.set_state(key, MODIFIED);
             return (lat, 0.0);
         }
-        self.coherent(ti, p, key, t, a.write, Some(0))
+        self.coherent::<D>(ti, p, key, t, a.write, Some(0))
     }
 
     /// The rest of `access` after the first level missed (or when the path has no level): the
     /// levels after the first, then the coherence actions. A hit here is never in the first level.
     #[inline(always)]
-    fn access_beyond_l1(&mut self, ti: usize, p: usize, t: f64, a: Access, key: u64) -> (f64, f64) {
+    fn access_beyond_l1<D: Form>(
+        &mut self,
+        ti: usize,
+        p: usize,
+        t: f64,
+        a: Access,
+        key: u64,
+    ) -> (f64, f64) {
         let pu = &self.pus[p];
         let mut hit = None;
         for (pos, &k) in pu.path.iter().enumerate().skip(1) {
@@ -1145,7 +1162,7 @@ impl Simulator {
                     c.prefetch_in(base);
                     self.cur_llc = (llc, base);
                 }
-                self.dir.prefetch(key);
+                self.dir.prefetch::<D>(key);
                 let pr = &self.procs[self.threads[ti].proc];
                 pr.pages.prefetch(a.vaddr >> pr.page_shift);
             }
@@ -1159,7 +1176,7 @@ impl Simulator {
             // recently used line, whose directory entry will then be updated; start that fetch.
             if self.caches[k].bit.is_some() {
                 if let Some(victim) = self.caches[k].cache.lru_in(base) {
-                    self.dir.prefetch(victim);
+                    self.dir.prefetch::<D>(victim);
                 }
             }
         }
@@ -1174,14 +1191,14 @@ impl Simulator {
                 return (pu.lat[pos], 0.0);
             }
         }
-        self.coherent(ti, p, key, t, a.write, hit)
+        self.coherent::<D>(ti, p, key, t, a.write, hit)
     }
 
     /// `access_beyond_l1` for a PU whose path has the common shape `f` (`Path3`): the same steps
     /// in the same order, as straight-line code. The second level's set is computed here: `set_of`
     /// depends only on the cache and the key, so it is the one `set_in` would give.
     #[inline(always)]
-    fn access_beyond_l1_3(
+    fn access_beyond_l1_3<D: Form>(
         &mut self,
         ti: usize,
         p: usize,
@@ -1199,7 +1216,7 @@ impl Simulator {
             let base = c.set_of(key);
             c.prefetch_in(base);
             self.cur_llc = (f.l3, base);
-            self.dir.prefetch(key);
+            self.dir.prefetch::<D>(key);
             let pr = &self.procs[self.threads[ti].proc];
             pr.pages.prefetch(a.vaddr >> pr.page_shift);
         }
@@ -1214,11 +1231,11 @@ impl Simulator {
                 self.caches[f.l1].cache.fill_absent(key, SHARED);
                 return (self.pus[p].lat[1], 0.0);
             }
-            return self.coherent(ti, p, key, t, true, Some(1));
+            return self.coherent::<D>(ti, p, key, t, true, Some(1));
         }
         if !ahead {
             if let Some(victim) = c2.lru_in(base2) {
-                self.dir.prefetch(victim);
+                self.dir.prefetch::<D>(victim);
             }
         }
         self.stats.probes[2] += 1;
@@ -1229,7 +1246,7 @@ impl Simulator {
         } else {
             if !ahead {
                 if let Some(victim) = c3.lru_in(base3) {
-                    self.dir.prefetch(victim);
+                    self.dir.prefetch::<D>(victim);
                 }
             }
             None
@@ -1238,7 +1255,7 @@ impl Simulator {
         if hit.is_some() {
             self.stats.hits[2] += 1;
         }
-        self.coherent(ti, p, key, t, a.write, hit)
+        self.coherent::<D>(ti, p, key, t, a.write, hit)
     }
 
     /// The first entry of `key`'s set in cache `k`: the one `next_op` computed for the current
@@ -1254,7 +1271,7 @@ impl Simulator {
         }
     }
 
-    fn coherent(
+    fn coherent<D: Form>(
         &mut self,
         ti: usize,
         p: usize,
@@ -1263,7 +1280,7 @@ impl Simulator {
         write: bool,
         hit: Option<usize>,
     ) -> (f64, f64) {
-        let e = self.dir.get(key).unwrap_or_default();
+        let e = self.dir.get::<D>(key).unwrap_or_default();
         let node = self.pus[p].node;
         let path_bits = self.pus[p].path_bits;
         let others = and_not(e.holders, path_bits);
@@ -1366,12 +1383,12 @@ impl Simulator {
             };
             upto = hit.unwrap_or(self.pus[p].path.len());
         }
-        self.dir.insert(key, ne);
+        self.dir.insert::<D>(key, ne);
         // The levels before the one that hit (all, on a miss) were probed by `access` and do not
         // hold the line; nothing since has put it there (invalidations and evictions only remove).
         let missed = hit.unwrap_or(usize::MAX);
         if let Some(f) = self.pus[p].p3 {
-            self.fill3(f, key, upto, missed, l1_state, t);
+            self.fill3::<D>(f, key, upto, missed, l1_state, t);
             return (lat, stall);
         }
         for pos in 0..upto.min(self.pus[p].path.len()) {
@@ -1385,7 +1402,7 @@ impl Simulator {
                 c.fill(key, st)
             };
             if let Some(ev) = ev {
-                self.evicted(k, ev, t);
+                self.evicted::<D>(k, ev, t);
             }
         }
         (lat, stall)
@@ -1396,7 +1413,15 @@ impl Simulator {
     /// no directory bit and nothing inside it, so its victim needs nothing (`evicted` would return
     /// at once); the second's victim leaves the first level and its directory bit.
     #[inline(always)]
-    fn fill3(&mut self, f: Path3, key: u64, upto: usize, missed: usize, l1_state: u8, t: f64) {
+    fn fill3<D: Form>(
+        &mut self,
+        f: Path3,
+        key: u64,
+        upto: usize,
+        missed: usize,
+        l1_state: u8,
+        t: f64,
+    ) {
         if upto == 0 {
             return;
         }
@@ -1417,7 +1442,7 @@ impl Simulator {
         };
         if let Some(ev) = ev {
             self.caches[f.l1].cache.remove(ev);
-            self.evicted_bit(f.b2, ev, t);
+            self.evicted_bit::<D>(f.b2, ev, t);
         }
         if upto == 2 {
             return;
@@ -1430,28 +1455,28 @@ impl Simulator {
             c.fill(key, SHARED)
         };
         if let Some(ev) = ev {
-            self.evicted_bit(f.b3, ev, t);
+            self.evicted_bit::<D>(f.b3, ev, t);
         }
     }
 
-    fn evicted(&mut self, k: usize, line: u64, t: f64) {
+    fn evicted<D: Form>(&mut self, k: usize, line: u64, t: f64) {
         for q in 0..self.caches[k].inner.len() {
             let inner = self.caches[k].inner[q];
             self.caches[inner].cache.remove(line);
         }
         let Some(b) = self.caches[k].bit else { return };
-        self.evicted_bit(b, line, t);
+        self.evicted_bit::<D>(b, line, t);
     }
 
     /// The directory's part of `evicted`: `line` left a cache whose directory bit is `b`.
     #[inline]
-    fn evicted_bit(&mut self, b: usize, line: u64, t: f64) {
+    fn evicted_bit<D: Form>(&mut self, b: usize, line: u64, t: f64) {
         let pus = &self.pus;
-        let Some((wb, empty)) = self.dir.drop_holder(line, b, |o| pus[o].path_bits) else {
+        let Some((wb, empty)) = self.dir.drop_holder::<D>(line, b, |o| pus[o].path_bits) else {
             return;
         };
         if empty {
-            self.dir.remove(line);
+            self.dir.remove::<D>(line);
         }
         if let Some(o) = wb {
             self.writeback(line, self.pus[o].node, t);
@@ -1757,6 +1782,16 @@ mod tests {
     /// region, with barriers; every seventh access is sampled with its latency. Returns the
     /// report and samples (Debug), and how many PUs have the common shape.
     fn run(m: &Machine, general: bool) -> (String, String, usize) {
+        run_with(m, general, None).unwrap()
+    }
+
+    /// `run` with the directory in form `form` (`None`: the one `new` picks); `None` if that form
+    /// cannot hold the machine's directory.
+    fn run_with(
+        m: &Machine,
+        general: bool,
+        form: Option<FormKind>,
+    ) -> Option<(String, String, usize)> {
         let cfg = SimConfig {
             hw_sampling: Some(HwSampling {
                 period: 7,
@@ -1767,6 +1802,9 @@ mod tests {
             ..SimConfig::default()
         };
         let mut sim = Simulator::new(m, cfg);
+        if let Some(kind) = form {
+            sim.dir = Directory::with_kind(sim.tracked.len(), sim.pus.len() as u32, kind)?;
+        }
         let shaped = sim.pus.iter().filter(|pu| pu.p3.is_some()).count();
         if general {
             for pu in &mut sim.pus {
@@ -1811,7 +1849,7 @@ mod tests {
         let r = sim.run();
         let mut s = Vec::new();
         sim.take_samples(&mut s);
-        (format!("{r:?}"), format!("{s:?}"), shaped)
+        Some((format!("{r:?}"), format!("{s:?}"), shaped))
     }
 
     #[test]
@@ -1831,5 +1869,33 @@ mod tests {
             }
         }
         assert!(shaped_machines > 0);
+    }
+
+    /// The access path is generic over the directory's form (`dir::Form`, picked once per
+    /// `run_pu`): every form that can hold a machine's directory gives the figures of the form
+    /// `new` picks, on every catalog machine, on the common-shape and the general paths.
+    #[test]
+    fn issue4_every_directory_form_gives_the_same_figures() {
+        let mut runs = [0; 3];
+        for name in numaff_machine::catalog::names() {
+            let m = numaff_machine::catalog::load(name).unwrap();
+            for general in [false, true] {
+                let (r, s, _) = run(&m, general);
+                for (i, kind) in [FormKind::Packed, FormKind::Narrow, FormKind::Wide]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let Some((rk, sk, _)) = run_with(&m, general, Some(kind)) else {
+                        continue;
+                    };
+                    runs[i] += 1;
+                    assert_eq!(rk, r, "{name} {kind:?} general {general}: report");
+                    assert_eq!(sk, s, "{name} {kind:?} general {general}: samples");
+                }
+            }
+        }
+        // laso-hpl's directory fits the packed form; every machine's fits the wide one.
+        assert!(runs[0] > 0 && runs[1] > 0, "{runs:?}");
+        assert_eq!(runs[2], 2 * numaff_machine::catalog::names().len());
     }
 }
