@@ -16,6 +16,9 @@ pub struct SetAssoc {
     ways: usize,
     sets: u64,
     mask: Option<u64>,
+    /// `sets - 1`: the set mask whatever the set count (used only by the `*_p8` lookups, which
+    /// run only on caches whose `is_p8` holds).
+    low: u64,
     /// `u128::MAX / sets + 1`: the set of a line as Lemire's `fastmod_u64` (exact for every u64,
     /// Lemire, Kaser & Kurz 2019, "Faster remainder by direct computation"), without a division,
     /// when `sets` is not a power of two.
@@ -118,6 +121,7 @@ impl SetAssoc {
             ways: ways as usize,
             sets,
             mask: sets.is_power_of_two().then(|| sets - 1),
+            low: sets - 1,
             magic: (u128::MAX / u128::from(sets)).wrapping_add(1),
         }
     }
@@ -314,6 +318,102 @@ impl SetAssoc {
         }
     }
 
+    /// Whether the cache is 8-way with a power-of-two set count: the geometry the `*_p8` lookups
+    /// take for granted (resolved once per `run_pu` for the common-shape path's first two levels,
+    /// issue 4 change 22), so that they need neither `set_of`'s match nor `set8`'s way count.
+    pub fn is_p8(&self) -> bool {
+        self.ways == 8 && self.mask.is_some()
+    }
+
+    /// The 8 ways of the line's set in a cache whose `is_p8` holds (`None` never happens then;
+    /// the callers fall back to the general method if it did).
+    #[inline(always)]
+    fn set_p8(&mut self, line: u64) -> Option<&mut [u64; 8]> {
+        debug_assert!(self.is_p8(), "a *_p8 lookup on another geometry");
+        let base = ((line & self.low) as usize) << 3;
+        self.entries.get_mut(base..base + 8)?.first_chunk_mut::<8>()
+    }
+
+    /// `touch` in a cache whose `is_p8` holds.
+    #[inline(always)]
+    pub fn touch_p8(&mut self, line: u64) -> Option<u8> {
+        let tag = line + 1;
+        let Some(set) = self.set_p8(line) else {
+            return self.touch(line);
+        };
+        let m = match8(set, tag);
+        if m == 0 {
+            return None;
+        }
+        let k = m.trailing_zeros() as usize;
+        let e = set[k];
+        to_front8(set, k, e);
+        Some((e & 3) as u8)
+    }
+
+    /// `lru` in a cache whose `is_p8` holds.
+    #[inline(always)]
+    pub fn lru_p8(&mut self, line: u64) -> Option<u64> {
+        let Some(set) = self.set_p8(line) else {
+            return self.lru(line);
+        };
+        let last = set[7];
+        (last != 0).then(|| (last >> 2) - 1)
+    }
+
+    /// `fill` in a cache whose `is_p8` holds.
+    #[inline(always)]
+    pub fn fill_p8(&mut self, line: u64, state: u8) -> Option<u64> {
+        let tag = line + 1;
+        let new = tag << 2 | u64::from(state);
+        let Some(set) = self.set_p8(line) else {
+            return self.fill(line, state);
+        };
+        let m = match8(set, tag);
+        let last = set[7];
+        let (k, evicted) = if m != 0 {
+            (m.trailing_zeros() as usize, None)
+        } else {
+            (7, (last != 0).then(|| (last >> 2) - 1))
+        };
+        to_front8(set, k, new);
+        evicted
+    }
+
+    /// `fill_absent` in a cache whose `is_p8` holds.
+    #[inline(always)]
+    pub fn fill_absent_p8(&mut self, line: u64, state: u8) -> Option<u64> {
+        debug_assert!(!self.contains(line), "fill_absent of a present line");
+        let new = (line + 1) << 2 | u64::from(state);
+        let Some(set) = self.set_p8(line) else {
+            return self.fill_absent(line, state);
+        };
+        let last = set[7];
+        set.copy_within(0..7, 1);
+        set[0] = new;
+        (last != 0).then(|| (last >> 2) - 1)
+    }
+
+    /// `remove` in a cache whose `is_p8` holds.
+    #[inline(always)]
+    pub fn remove_p8(&mut self, line: u64) -> bool {
+        let tag = line + 1;
+        let Some(set) = self.set_p8(line) else {
+            return self.remove(line);
+        };
+        let m = match8(set, tag);
+        if m == 0 {
+            return false;
+        }
+        let k = m.trailing_zeros() as usize;
+        for w in 0..7 {
+            let take = u64::from(w >= k).wrapping_neg();
+            set[w] = (set[w + 1] & take) | (set[w] & !take);
+        }
+        set[7] = 0;
+        true
+    }
+
     /// Whether a line is present (no LRU change).
     pub fn contains(&self, line: u64) -> bool {
         let base = self.set_of(line);
@@ -331,6 +431,41 @@ impl SetAssoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue4_p8_lookups_equal_the_general_ones() {
+        // An 8-way cache with 64 sets: `*_p8` on one copy, the general methods on another, the
+        // same random operations (few lines, so hits, evictions and removals all happen).
+        let mut a = SetAssoc::new(64 * 8 * 64, 64, 8);
+        let mut b = a.clone();
+        assert!(a.is_p8());
+        assert!(
+            !SetAssoc::new(48 * 8 * 64, 64, 8).is_p8(),
+            "48 sets is no power of two"
+        );
+        assert!(!SetAssoc::new(64 * 16 * 64, 64, 16).is_p8(), "16 ways");
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let line = ((x >> 20) % 1_500) | ((x & 1) << 57);
+            let state = (x >> 8) as u8 % 3;
+            match (x >> 4) % 5 {
+                0 => assert_eq!(a.touch_p8(line), b.touch(line), "touch {line} at {i}"),
+                1 => assert_eq!(a.lru_p8(line), b.lru(line), "lru {line} at {i}"),
+                2 => assert_eq!(a.fill_p8(line, state), b.fill(line, state), "fill {i}"),
+                3 => assert_eq!(a.remove_p8(line), b.remove(line), "remove {line} at {i}"),
+                _ => {
+                    if !b.contains(line) {
+                        let (ea, eb) = (a.fill_absent_p8(line, state), b.fill_absent(line, state));
+                        assert_eq!(ea, eb, "fill_absent {line} at {i}");
+                    }
+                }
+            }
+            assert_eq!(a.entries, b.entries, "entries after op {i}");
+        }
+    }
 
     #[test]
     fn issue4_fastmod_equals_remainder() {

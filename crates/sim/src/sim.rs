@@ -121,6 +121,28 @@ impl Path3 {
     }
 }
 
+/// The first two levels' geometry on a common-shape path as a type, resolved once per `run_pu`
+/// (issue 4, change 22): with `P8` both are 8-way with a power-of-two set count, and
+/// `access_beyond_l1_3` / `fill3` / `access` use `SetAssoc`'s `*_p8` lookups, which take their set
+/// as a mask and a shift and skip `set_of`'s match and `set8`'s way-count test; else the general
+/// lookups. Either gives the same answers; only the host instructions differ.
+trait Geom {
+    /// Whether the first two levels of the PU's `Path3` are 8-way with power-of-two set counts.
+    const P8: bool;
+}
+
+/// Any geometry: the general lookups.
+struct AnyGeom;
+impl Geom for AnyGeom {
+    const P8: bool = false;
+}
+
+/// First two levels 8-way with power-of-two set counts (`SetAssoc::is_p8`).
+struct P8Geom;
+impl Geom for P8Geom {
+    const P8: bool = true;
+}
+
 struct Pu {
     cpu: u32,
     node: usize,
@@ -773,15 +795,22 @@ impl Simulator {
 
     fn run_pu(&mut self, p: usize, horizon: f64) {
         // The directory's form, matched once here instead of on every lookup (`dir::Form`).
-        match self.dir.kind() {
-            FormKind::Packed => self.run_pu_in::<PackedForm>(p, horizon),
-            FormKind::Narrow => self.run_pu_in::<NarrowForm>(p, horizon),
-            FormKind::Wide => self.run_pu_in::<WideForm>(p, horizon),
+        // And the first two levels' geometry on a common-shape path (`Geom`).
+        let p8 = self.pus[p]
+            .p3
+            .is_some_and(|f| self.caches[f.l1].cache.is_p8() && self.caches[f.l2].cache.is_p8());
+        match (self.dir.kind(), p8) {
+            (FormKind::Packed, false) => self.run_pu_in::<PackedForm, AnyGeom>(p, horizon),
+            (FormKind::Narrow, false) => self.run_pu_in::<NarrowForm, AnyGeom>(p, horizon),
+            (FormKind::Wide, false) => self.run_pu_in::<WideForm, AnyGeom>(p, horizon),
+            (FormKind::Packed, true) => self.run_pu_in::<PackedForm, P8Geom>(p, horizon),
+            (FormKind::Narrow, true) => self.run_pu_in::<NarrowForm, P8Geom>(p, horizon),
+            (FormKind::Wide, true) => self.run_pu_in::<WideForm, P8Geom>(p, horizon),
         }
     }
 
-    /// `run_pu` with the directory's form `D`.
-    fn run_pu_in<D: Form>(&mut self, p: usize, horizon: f64) {
+    /// `run_pu` with the directory's form `D` and the first two levels' geometry `G`.
+    fn run_pu_in<D: Form, G: Geom>(&mut self, p: usize, horizon: f64) {
         loop {
             let Some(ti) = self.pick(p) else { return };
             // Run this thread until the horizon, its slice's end (when others wait), or it stops.
@@ -794,7 +823,7 @@ impl Simulator {
                 if shared && clock >= self.pus[p].slice_end {
                     break;
                 }
-                match self.next_op::<D>(ti, p) {
+                match self.next_op::<D, G>(ti, p) {
                     None => {
                         self.finish(ti, p);
                         break;
@@ -810,7 +839,7 @@ impl Simulator {
                             break;
                         }
                     }
-                    Some(Op::Access(a)) => self.step::<D>(ti, p, a),
+                    Some(Op::Access(a)) => self.step::<D, G>(ti, p, a),
                 }
             }
         }
@@ -822,7 +851,7 @@ impl Simulator {
     /// gets the directory slots of its sets' least recently used lines started. Hints only: what
     /// is simulated does not depend on them.
     #[inline]
-    fn next_op<D: Form>(&mut self, ti: usize, p: usize) -> Option<Op> {
+    fn next_op<D: Form, G: Geom>(&mut self, ti: usize, p: usize) -> Option<Op> {
         let th = &mut self.threads[ti];
         let pi = th.proc;
         let path = &self.pus[p].path;
@@ -991,7 +1020,7 @@ impl Simulator {
         }
     }
 
-    fn step<D: Form>(&mut self, ti: usize, p: usize, a: Access) {
+    fn step<D: Form, G: Geom>(&mut self, ti: usize, p: usize, a: Access) {
         let mlp = self.cfg.mlp.max(1);
         let th = &mut self.threads[ti];
         let mut t = self.pus[p].clock
@@ -1011,7 +1040,7 @@ impl Simulator {
         } else {
             0.0
         };
-        let (lat, mut stall) = self.access::<D>(ti, p, t, a);
+        let (lat, mut stall) = self.access::<D, G>(ti, p, t, a);
         stall += induced;
         if stall > 0.0 {
             self.pus[p].clock = t;
@@ -1101,14 +1130,19 @@ impl Simulator {
     /// the code of the other levels, which `access_beyond_l1` holds (one call site, inlined): the
     /// same steps as one loop over the levels, in code the compiler lays out better for the hit.
     #[inline]
-    fn access<D: Form>(&mut self, ti: usize, p: usize, t: f64, a: Access) -> (f64, f64) {
+    fn access<D: Form, G: Geom>(&mut self, ti: usize, p: usize, t: f64, a: Access) -> (f64, f64) {
         let key = ((self.threads[ti].proc as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
         self.stats.accesses += 1;
         let pu = &self.pus[p];
         let first = pu.path.first().and_then(|&k| {
             self.stats.probes[0] += 1;
-            let st = self.caches[k].cache.touch(key);
-            if st.is_none() && self.caches[k].bit.is_some() {
+            // With `G::P8` the PU has a `Path3` whose first level is `k` and has no directory bit.
+            let st = if G::P8 {
+                self.caches[k].cache.touch_p8(key)
+            } else {
+                self.caches[k].cache.touch(key)
+            };
+            if !G::P8 && st.is_none() && self.caches[k].bit.is_some() {
                 // The first level missed: as the loop in `access_beyond_l1` does after a miss.
                 if let Some(victim) = self.caches[k].cache.lru(key) {
                     self.dir.prefetch::<D>(victim);
@@ -1118,8 +1152,8 @@ impl Simulator {
         });
         let Some((k, st)) = first else {
             return match self.pus[p].p3 {
-                Some(f) => self.access_beyond_l1_3::<D>(ti, p, t, a, key, f),
-                None => self.access_beyond_l1::<D>(ti, p, t, a, key),
+                Some(f) => self.access_beyond_l1_3::<D, G>(ti, p, t, a, key, f),
+                None => self.access_beyond_l1::<D, G>(ti, p, t, a, key),
             };
         };
         self.stats.hits[0] += 1;
@@ -1135,13 +1169,13 @@ impl Simulator {
             self.caches[k].cache.set_state(key, MODIFIED);
             return (lat, 0.0);
         }
-        self.coherent::<D>(ti, p, key, t, a.write, Some(0))
+        self.coherent::<D, G>(ti, p, key, t, a.write, Some(0))
     }
 
     /// The rest of `access` after the first level missed (or when the path has no level): the
     /// levels after the first, then the coherence actions. A hit here is never in the first level.
     #[inline(always)]
-    fn access_beyond_l1<D: Form>(
+    fn access_beyond_l1<D: Form, G: Geom>(
         &mut self,
         ti: usize,
         p: usize,
@@ -1191,14 +1225,14 @@ impl Simulator {
                 return (pu.lat[pos], 0.0);
             }
         }
-        self.coherent::<D>(ti, p, key, t, a.write, hit)
+        self.coherent::<D, G>(ti, p, key, t, a.write, hit)
     }
 
     /// `access_beyond_l1` for a PU whose path has the common shape `f` (`Path3`): the same steps
     /// in the same order, as straight-line code. The second level's set is computed here: `set_of`
     /// depends only on the cache and the key, so it is the one `set_in` would give.
     #[inline(always)]
-    fn access_beyond_l1_3<D: Form>(
+    fn access_beyond_l1_3<D: Form, G: Geom>(
         &mut self,
         ti: usize,
         p: usize,
@@ -1222,19 +1256,30 @@ impl Simulator {
         }
         self.stats.probes[1] += 1;
         let c2 = &mut self.caches[f.l2].cache;
-        let base2 = c2.set_of(key);
-        if c2.touch_in(base2, key).is_some() {
+        let hit2 = if G::P8 {
+            c2.touch_p8(key)
+        } else {
+            c2.touch_in(c2.set_of(key), key)
+        };
+        if hit2.is_some() {
             self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
             self.stats.hits[1] += 1;
             if !a.write {
                 // A read hit in the private second level: the line into the first level only.
-                self.caches[f.l1].cache.fill_absent(key, SHARED);
+                let c1 = &mut self.caches[f.l1].cache;
+                if G::P8 {
+                    c1.fill_absent_p8(key, SHARED);
+                } else {
+                    c1.fill_absent(key, SHARED);
+                }
                 return (self.pus[p].lat[1], 0.0);
             }
-            return self.coherent::<D>(ti, p, key, t, true, Some(1));
+            return self.coherent::<D, G>(ti, p, key, t, true, Some(1));
         }
         if !ahead {
-            if let Some(victim) = c2.lru_in(base2) {
+            let c2 = &mut self.caches[f.l2].cache;
+            let lru2 = if G::P8 { c2.lru_p8(key) } else { c2.lru(key) };
+            if let Some(victim) = lru2 {
                 self.dir.prefetch::<D>(victim);
             }
         }
@@ -1255,7 +1300,7 @@ impl Simulator {
         if hit.is_some() {
             self.stats.hits[2] += 1;
         }
-        self.coherent::<D>(ti, p, key, t, a.write, hit)
+        self.coherent::<D, G>(ti, p, key, t, a.write, hit)
     }
 
     /// The first entry of `key`'s set in cache `k`: the one `next_op` computed for the current
@@ -1271,7 +1316,7 @@ impl Simulator {
         }
     }
 
-    fn coherent<D: Form>(
+    fn coherent<D: Form, G: Geom>(
         &mut self,
         ti: usize,
         p: usize,
@@ -1388,7 +1433,7 @@ impl Simulator {
         // hold the line; nothing since has put it there (invalidations and evictions only remove).
         let missed = hit.unwrap_or(usize::MAX);
         if let Some(f) = self.pus[p].p3 {
-            self.fill3::<D>(f, key, upto, missed, l1_state, t);
+            self.fill3::<D, G>(f, key, upto, missed, l1_state, t);
             return (lat, stall);
         }
         for pos in 0..upto.min(self.pus[p].path.len()) {
@@ -1402,7 +1447,7 @@ impl Simulator {
                 c.fill(key, st)
             };
             if let Some(ev) = ev {
-                self.evicted::<D>(k, ev, t);
+                self.evicted::<D, G>(k, ev, t);
             }
         }
         (lat, stall)
@@ -1413,7 +1458,7 @@ impl Simulator {
     /// no directory bit and nothing inside it, so its victim needs nothing (`evicted` would return
     /// at once); the second's victim leaves the first level and its directory bit.
     #[inline(always)]
-    fn fill3<D: Form>(
+    fn fill3<D: Form, G: Geom>(
         &mut self,
         f: Path3,
         key: u64,
@@ -1426,23 +1471,30 @@ impl Simulator {
             return;
         }
         let c = &mut self.caches[f.l1].cache;
-        if 0 < missed {
-            c.fill_absent(key, l1_state);
-        } else {
-            c.fill(key, l1_state);
-        }
+        match (G::P8, 0 < missed) {
+            (true, true) => c.fill_absent_p8(key, l1_state),
+            (true, false) => c.fill_p8(key, l1_state),
+            (false, true) => c.fill_absent(key, l1_state),
+            (false, false) => c.fill(key, l1_state),
+        };
         if upto == 1 {
             return;
         }
         let c = &mut self.caches[f.l2].cache;
-        let ev = if 1 < missed {
-            c.fill_absent(key, SHARED)
-        } else {
-            c.fill(key, SHARED)
+        let ev = match (G::P8, 1 < missed) {
+            (true, true) => c.fill_absent_p8(key, SHARED),
+            (true, false) => c.fill_p8(key, SHARED),
+            (false, true) => c.fill_absent(key, SHARED),
+            (false, false) => c.fill(key, SHARED),
         };
         if let Some(ev) = ev {
-            self.caches[f.l1].cache.remove(ev);
-            self.evicted_bit::<D>(f.b2, ev, t);
+            let c1 = &mut self.caches[f.l1].cache;
+            if G::P8 {
+                c1.remove_p8(ev);
+            } else {
+                c1.remove(ev);
+            }
+            self.evicted_bit::<D, G>(f.b2, ev, t);
         }
         if upto == 2 {
             return;
@@ -1455,22 +1507,22 @@ impl Simulator {
             c.fill(key, SHARED)
         };
         if let Some(ev) = ev {
-            self.evicted_bit::<D>(f.b3, ev, t);
+            self.evicted_bit::<D, G>(f.b3, ev, t);
         }
     }
 
-    fn evicted<D: Form>(&mut self, k: usize, line: u64, t: f64) {
+    fn evicted<D: Form, G: Geom>(&mut self, k: usize, line: u64, t: f64) {
         for q in 0..self.caches[k].inner.len() {
             let inner = self.caches[k].inner[q];
             self.caches[inner].cache.remove(line);
         }
         let Some(b) = self.caches[k].bit else { return };
-        self.evicted_bit::<D>(b, line, t);
+        self.evicted_bit::<D, G>(b, line, t);
     }
 
     /// The directory's part of `evicted`: `line` left a cache whose directory bit is `b`.
     #[inline]
-    fn evicted_bit<D: Form>(&mut self, b: usize, line: u64, t: f64) {
+    fn evicted_bit<D: Form, G: Geom>(&mut self, b: usize, line: u64, t: f64) {
         let pus = &self.pus;
         let Some((wb, empty)) = self.dir.drop_holder::<D>(line, b, |o| pus[o].path_bits) else {
             return;
