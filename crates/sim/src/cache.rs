@@ -97,6 +97,61 @@ fn to_front8(set: &mut [u64; 8], k: usize, e: u64) {
     set[0] = e;
 }
 
+/// `touch` within one 8-way set: on a hit the line becomes most recently used and its state is
+/// returned. Shared by the general lookups and the `*_p8` ones.
+#[inline(always)]
+fn touch8(set: &mut [u64; 8], tag: u64) -> Option<u8> {
+    let m = match8(set, tag);
+    if m == 0 {
+        return None;
+    }
+    let k = m.trailing_zeros() as usize;
+    let e = set[k];
+    to_front8(set, k, e);
+    Some((e & 3) as u8)
+}
+
+/// `fill` within one 8-way set: `new` (tag and state) becomes most recently used; the evicted
+/// line, if the tag was absent and the set full.
+#[inline(always)]
+fn fill8(set: &mut [u64; 8], tag: u64, new: u64) -> Option<u64> {
+    let m = match8(set, tag);
+    let last = set[7];
+    let (k, evicted) = if m != 0 {
+        (m.trailing_zeros() as usize, None)
+    } else {
+        (7, (last != 0).then(|| (last >> 2) - 1))
+    };
+    to_front8(set, k, new);
+    evicted
+}
+
+/// `fill_absent` within one 8-way set: a shift of fixed length (a few vector moves instead of a
+/// loop over the ways); the evicted line, if the set was full.
+#[inline(always)]
+fn fill_absent8(set: &mut [u64; 8], new: u64) -> Option<u64> {
+    let last = set[7];
+    set.copy_within(0..7, 1);
+    set[0] = new;
+    (last != 0).then(|| (last >> 2) - 1)
+}
+
+/// `remove` within one 8-way set: the less recently used ways move up, an empty way last.
+#[inline(always)]
+fn remove8(set: &mut [u64; 8], tag: u64) -> bool {
+    let m = match8(set, tag);
+    if m == 0 {
+        return false;
+    }
+    let k = m.trailing_zeros() as usize;
+    for w in 0..7 {
+        let take = u64::from(w >= k).wrapping_neg();
+        set[w] = (set[w + 1] & take) | (set[w] & !take);
+    }
+    set[7] = 0;
+    true
+}
+
 impl SetAssoc {
     /// The 8 ways of the set at `base` when the cache is 8-way.
     #[inline]
@@ -188,25 +243,14 @@ impl SetAssoc {
         debug_assert_eq!(base, self.set_of(line), "touch_in given another set");
         let tag = line + 1;
         if let Some(set) = self.set8(base) {
-            let m = match8(set, tag);
-            if m == 0 {
-                return None;
-            }
-            let k = m.trailing_zeros() as usize;
-            let e = set[k];
-            to_front8(set, k, e);
-            return Some((e & 3) as u8);
+            return touch8(set, tag);
         }
         let set = &mut self.entries[base..base + self.ways];
         // Larger sets: the 8 most recently used ways (where a hit mostly is, and the first host
         // cache line of the set) without branches, then the rest one by one.
         if let Some(head) = set.first_chunk_mut::<8>() {
-            let m = match8(head, tag);
-            if m != 0 {
-                let k = m.trailing_zeros() as usize;
-                let e = head[k];
-                to_front8(head, k, e);
-                return Some((e & 3) as u8);
+            if let Some(st) = touch8(head, tag) {
+                return Some(st);
             }
         }
         let from = if set.len() >= 8 { 8 } else { 0 };
@@ -224,15 +268,7 @@ impl SetAssoc {
         let tag = line + 1;
         let new = tag << 2 | u64::from(state);
         if let Some(set) = self.set8(base) {
-            let m = match8(set, tag);
-            let last = set[7];
-            let (k, evicted) = if m != 0 {
-                (m.trailing_zeros() as usize, None)
-            } else {
-                (7, (last != 0).then(|| (last >> 2) - 1))
-            };
-            to_front8(set, k, new);
-            return evicted;
+            return fill8(set, tag, new);
         }
         let set = &mut self.entries[base..base + self.ways];
         let (k, evicted) = match set.iter().position(|&e| e >> 2 == tag) {
@@ -260,11 +296,7 @@ impl SetAssoc {
         debug_assert_eq!(base, self.set_of(line), "fill_absent_in given another set");
         let new = (line + 1) << 2 | u64::from(state);
         if let Some(set) = self.set8(base) {
-            // A shift of fixed length: a few vector moves instead of a loop over the ways.
-            let last = set[7];
-            set.copy_within(0..7, 1);
-            set[0] = new;
-            return (last != 0).then(|| (last >> 2) - 1);
+            return fill_absent8(set, new);
         }
         let set = &mut self.entries[base..base + self.ways];
         let last = set[set.len() - 1];
@@ -292,17 +324,7 @@ impl SetAssoc {
         let base = self.set_of(line);
         let tag = line + 1;
         if let Some(set) = self.set8(base) {
-            let m = match8(set, tag);
-            if m == 0 {
-                return false;
-            }
-            let k = m.trailing_zeros() as usize;
-            for w in 0..7 {
-                let take = u64::from(w >= k).wrapping_neg();
-                set[w] = (set[w + 1] & take) | (set[w] & !take);
-            }
-            set[7] = 0;
-            return true;
+            return remove8(set, tag);
         }
         let set = &mut self.entries[base..base + self.ways];
         match set.iter().position(|&e| e >> 2 == tag) {
@@ -341,14 +363,7 @@ impl SetAssoc {
         let Some(set) = self.set_p8(line) else {
             return self.touch(line);
         };
-        let m = match8(set, tag);
-        if m == 0 {
-            return None;
-        }
-        let k = m.trailing_zeros() as usize;
-        let e = set[k];
-        to_front8(set, k, e);
-        Some((e & 3) as u8)
+        touch8(set, tag)
     }
 
     /// `lru` in a cache whose `is_p8` holds.
@@ -369,15 +384,7 @@ impl SetAssoc {
         let Some(set) = self.set_p8(line) else {
             return self.fill(line, state);
         };
-        let m = match8(set, tag);
-        let last = set[7];
-        let (k, evicted) = if m != 0 {
-            (m.trailing_zeros() as usize, None)
-        } else {
-            (7, (last != 0).then(|| (last >> 2) - 1))
-        };
-        to_front8(set, k, new);
-        evicted
+        fill8(set, tag, new)
     }
 
     /// `fill_absent` in a cache whose `is_p8` holds.
@@ -388,10 +395,7 @@ impl SetAssoc {
         let Some(set) = self.set_p8(line) else {
             return self.fill_absent(line, state);
         };
-        let last = set[7];
-        set.copy_within(0..7, 1);
-        set[0] = new;
-        (last != 0).then(|| (last >> 2) - 1)
+        fill_absent8(set, new)
     }
 
     /// `remove` in a cache whose `is_p8` holds.
@@ -401,17 +405,7 @@ impl SetAssoc {
         let Some(set) = self.set_p8(line) else {
             return self.remove(line);
         };
-        let m = match8(set, tag);
-        if m == 0 {
-            return false;
-        }
-        let k = m.trailing_zeros() as usize;
-        for w in 0..7 {
-            let take = u64::from(w >= k).wrapping_neg();
-            set[w] = (set[w + 1] & take) | (set[w] & !take);
-        }
-        set[7] = 0;
-        true
+        remove8(set, tag)
     }
 
     /// Whether a line is present (no LRU change).
