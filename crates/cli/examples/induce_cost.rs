@@ -101,7 +101,7 @@ fn main() {
                 let base = numbers(&run(Command::new(&prog).args(["64", "3000", kind])));
                 let mut c = Command::new(&prog);
                 c.args(["64", "3000", kind]);
-                for (k, v) in induce::agent_env(&agent, 5.0, &status) {
+                for (k, v) in induce::agent_env(&agent, 5.0, None, &status) {
                     c.env(k, v);
                 }
                 let with = numbers(&run(&mut c));
@@ -115,7 +115,15 @@ fn main() {
                 numbers(&run(Command::new(&numaff)
                     .args(["profile", "-o"])
                     .arg(dir.join("t.parquet"))
-                    .args(["--induce", how, "--induce-rate", "5", "--"])
+                    .args([
+                        "--induce",
+                        how,
+                        "--induce-rate",
+                        "5",
+                        "--induce-budget",
+                        "off",
+                        "--",
+                    ])
                     .arg(&prog)
                     .args(["64", "3000", "private"])))
             };
@@ -143,7 +151,7 @@ fn main() {
              while kill -0 $p 2>/dev/null; do echo 4 > /proc/$p/clear_refs 2>/dev/null; sleep 0.2; done; \
              cat /tmp/o; \
              for how in off soft-dirty; do echo \"@@ $how\"; \
-             /numaff profile -o /tmp/t.parquet --induce $how --induce-rate 5 \
+             /numaff profile -o /tmp/t.parquet --induce $how --induce-rate 5 --induce-budget off \
              -- /rewrite 16 3000 private 2>&1 | grep -E 'SECONDS|FAULTS|numaff:'; done; done; \
              echo SELFREARM; for r in $(seq {REPS}); do /selfrearm 40; done"
         );

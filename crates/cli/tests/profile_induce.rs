@@ -1,7 +1,8 @@
 //! Issue 5, item 2: induced faults on this machine. `numaff profile --induce uffd` (the LD_PRELOAD
 //! agent) on real C programs: the ring of 8 threads (thread i writes a buffer that thread i+1
 //! reads) gives a communication matrix whose heaviest entries are the neighbour pairs, and private
-//! pages rewritten after their first touch are sampled again. Skipped where perf events are refused
+//! pages rewritten after their first touch are sampled again, and the overhead budget
+//! (`--induce-budget`) bounds the induced faults. Skipped where perf events are refused
 //! or userfaultfd with asynchronous write-protection is missing (Linux < 6.7): the test says so.
 
 use std::path::{Path, PathBuf};
@@ -158,7 +159,15 @@ fn issue5_uffd_agent_resamples_rewritten_private_pages() {
         // 8 MiB (2048 pages), rewritten 20,000 times (about 2 s here).
         let (stdout, _) = profile(
             &trace,
-            &["--induce", induce, "--induce-rate", "5"],
+            // The rate alone decides here (the budget has its own test).
+            &[
+                "--induce",
+                induce,
+                "--induce-rate",
+                "5",
+                "--induce-budget",
+                "off",
+            ],
             &prog,
             &["8", "20000"],
         );
@@ -188,6 +197,72 @@ fn issue5_uffd_agent_resamples_rewritten_private_pages() {
     );
 }
 
+/// The cost of a fault the budget counts (numaff_linux::induce::FAULT_COST_NS), in seconds.
+const FAULT_COST_S: f64 = numaff_linux::induce::FAULT_COST_NS * 1e-9;
+
+#[test]
+fn issue5_induce_budget_bounds_the_cost_of_induced_faults() {
+    if !perf_allowed() || !uffd_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = compile(dir.path(), "rewrite");
+    // 32 MiB (8192 pages) rewritten 6000 times (about 1 s here); at 5 re-arms per page per second
+    // the rate alone asks for about 40 000 induced faults per second, 7 % of a cpu.
+    let run = |args: &[&str]| -> (u64, f64, String) {
+        let trace = dir.path().join("b.parquet");
+        let (stdout, _) = profile(&trace, args, &prog, &["32", "6000"]);
+        let faults = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("FAULTS "))
+            .and_then(|f| f.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no FAULTS line:\n{stdout}"));
+        let cpu = stdout
+            .lines()
+            .find_map(|l| {
+                l.split_once("the program ")?
+                    .1
+                    .strip_suffix(" s")?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("no program cpu time:\n{stdout}"));
+        (faults, cpu, stdout)
+    };
+    let (first_touch, _, _) = run(&["--induce", "off"]);
+    let (capped, cpu, out) = run(&["--induce", "uffd", "--induce-rate", "5"]);
+    let (uncapped, _, _) = run(&[
+        "--induce",
+        "uffd",
+        "--induce-rate",
+        "5",
+        "--induce-budget",
+        "off",
+    ]);
+    let budget = numaff_linux::induce::DEFAULT_BUDGET;
+    assert!(
+        out.contains(&format!(
+            "the budget ({}% of the program's cpu time) limited",
+            budget * 100.0
+        )),
+        "the default budget did not say it limited the re-arms:\n{out}"
+    );
+    // What the default budget allows, plus the agent thread's own first touches (its stack and its
+    // 1 MiB buffer for /proc/self/maps: at most 300 pages).
+    let induced = capped.saturating_sub(first_touch);
+    let allowed = budget * cpu / FAULT_COST_S + 300.0;
+    assert!(
+        induced as f64 <= allowed,
+        "{induced} induced faults in {cpu:.3} s of the program's cpu time: more than the default \
+         budget's {allowed:.0}"
+    );
+    let free = uncapped.saturating_sub(first_touch);
+    assert!(
+        free >= 3 * induced.max(300),
+        "without a budget {free} induced faults, with it {induced}: the budget did not limit"
+    );
+}
+
 #[test]
 fn issue5_agent_never_makes_system_calls_fail() {
     if !perf_allowed() || !uffd_usable() {
@@ -203,7 +278,15 @@ fn issue5_agent_never_makes_system_calls_fail() {
             .env("NUMAFF_INDUCE_USER_MODE_ONLY", user_mode_only)
             .args(["profile", "-o"])
             .arg(&trace)
-            .args(["--induce", "uffd", "--induce-rate", "20", "--"])
+            .args([
+                "--induce",
+                "uffd",
+                "--induce-rate",
+                "20",
+                "--induce-budget",
+                "off",
+            ])
+            .arg("--")
             .arg(&prog)
             .arg("1000")
             .output()
@@ -309,6 +392,10 @@ fn issue5_bad_induce_options_are_clear_errors() {
     );
     let e = run(&["--induce-rate", "0"]);
     assert!(e.contains("not a rate"), "{e}");
+    for bad in ["0", "101", "-1", "none", "NaN"] {
+        let e = run(&[&format!("--induce-budget={bad}")]);
+        assert!(e.contains("not a budget") && e.contains("off"), "{e}");
+    }
     // A way this machine lacks says why and what to do.
     let opts = numaff_linux::induce::options();
     if let Some(o) = opts.iter().find(|o| !o.available) {

@@ -11,7 +11,8 @@
  *    which keeps the data in the page cache; the next read or write maps it back (a minor fault).
  * The agent never touches the program's data, installs no signal handler, blocks every signal in
  * its own thread, and does nothing at all (silently) when NUMAFF_INDUCE_RATE is unset or a step
- * fails. It reports what it did to $NUMAFF_INDUCE_STATUS.<pid> (one line, rewritten every tick).
+ * fails. Within NUMAFF_INDUCE_BUDGET (a share of the program's cpu time; 0 or unset: no cap) it
+ * re-arms fewer pages than the rate asks. It reports what it did to $NUMAFF_INDUCE_STATUS.<pid> (one line, rewritten every tick).
  * When numaff (pid $NUMAFF_INDUCE_OWNER) is gone, the agent stops re-arming and removes its status
  * file: pages armed before are resolved by the kernel as usual, the program runs on unchanged. */
 #define _GNU_SOURCE
@@ -49,12 +50,16 @@ static struct {
     int uffd;          /* -1: no write re-arming of private memory */
     int user_mode_only;
     double rate;       /* re-arms per page per second */
+    double budget;     /* share of the program's cpu time induced faults may cost; 0: no cap */
+    double fault_ns;   /* cost of one induced fault assumed by the budget */
+    double credit_ns;  /* the budget's account (induce.rs, InduceBudget: the same rules) */
+    double last_process_ns, last_agent_ns;
     long tick_ms;
     int status_fd;
     pid_t owner;       /* numaff's pid: the agent stops when it is gone; 0: no check */
     char status_path[4096];
     uint64_t cursor;   /* page index where the next tick starts, over all eligible pages */
-    uint64_t ticks, private_pages, shared_pages, errors, eligible_pages;
+    uint64_t ticks, private_pages, shared_pages, errors, eligible_pages, wanted, limited_ticks;
     const char *why;   /* why private memory is not re-armed, or NULL */
 } A = {.uffd = -1, .status_fd = -1};
 
@@ -64,21 +69,35 @@ static struct range ranges[MAX_RANGES];
 
 static long page_size;
 
+static double cpu_ns(clockid_t clock) {
+    struct timespec t;
+    if (clock_gettime(clock, &t) != 0)
+        return 0.0;
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
 static void status(const char *state) {
     if (A.status_fd < 0)
         return;
     char line[512];
     int n = snprintf(line, sizeof line,
                      "state=%s uffd=%s ticks=%llu eligible_pages=%llu private_rearmed=%llu "
-                     "shared_rearmed=%llu errors=%llu rate=%g tick_ms=%ld private=%s\n",
+                     "shared_rearmed=%llu errors=%llu wanted=%llu limited_ticks=%llu budget=%g "
+                     "agent_cpu_ms=%.3f rate=%g tick_ms=%ld private=%s\n",
                      state, A.uffd >= 0 ? (A.user_mode_only ? "user-mode-only" : "full") : "none",
                      (unsigned long long)A.ticks, (unsigned long long)A.eligible_pages,
                      (unsigned long long)A.private_pages, (unsigned long long)A.shared_pages,
-                     (unsigned long long)A.errors, A.rate, A.tick_ms,
+                     (unsigned long long)A.errors, (unsigned long long)A.wanted,
+                     (unsigned long long)A.limited_ticks, A.budget,
+                     cpu_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6, A.rate, A.tick_ms,
                      A.why ? A.why : "write-protect");
-    if (n > 0) {
-        if (ftruncate(A.status_fd, 0) != 0) { /* a short file is still readable */ }
-        if (pwrite(A.status_fd, line, (size_t)n, 0) < 0) { /* nothing to do */ }
+    /* One write of the same length every time, padded with spaces, never a truncation first: the
+     * program may exit (killing this thread) between any two calls, and numaff reads the file
+     * after that; a write within one page is done whole or not at all. */
+    if (n > 0 && n < (int)sizeof line) {
+        memset(line + n - 1, ' ', sizeof line - (size_t)n);
+        line[sizeof line - 1] = '\n';
+        if (pwrite(A.status_fd, line, sizeof line, 0) < 0) { /* nothing to do */ }
     }
 }
 
@@ -169,7 +188,50 @@ static void rearm(uintptr_t s, uintptr_t e, int shared) {
         A.errors++;
 }
 
+/* The overhead budget's account, earning for this tick: the program's cpu time since the last
+ * tick (the process's less the agent's) earns `budget` of itself, the agent's own cpu time is paid
+ * from it. The same rules as numaff_linux::induce::InduceBudget::earn. */
+static void earn(void) {
+    double process = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), self = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    double agent = self - A.last_agent_ns, program = process - A.last_process_ns - agent;
+    A.last_process_ns = process;
+    A.last_agent_ns = self;
+    A.credit_ns += A.budget * (program > 0.0 ? program : 0.0) - (agent > 0.0 ? agent : 0.0);
+}
+
+static unsigned char resident[4096];
+
+/* How many pages from `s` on (at most `pages`) the account pays for, spending it: each resident
+ * page (mincore) costs `fault_ns`, the most it can cost before its next re-arm (one fault); a page
+ * not in memory costs nothing (write-protecting or unmapping it makes no fault). When mincore
+ * fails the pages count as resident. */
+static uint64_t affordable(uintptr_t s, uint64_t pages) {
+    uint64_t done = 0;
+    while (done < pages) {
+        uint64_t piece = pages - done < sizeof resident ? pages - done : sizeof resident;
+        void *at = (void *)(s + (uintptr_t)(done * (uint64_t)page_size));
+        int known = mincore(at, (size_t)(piece * (uint64_t)page_size), resident) == 0;
+        for (uint64_t i = 0; i < piece; i++) {
+            if (!known || (resident[i] & 1)) {
+                if (A.credit_ns < A.fault_ns)
+                    return done + i;
+                A.credit_ns -= A.fault_ns;
+            }
+        }
+        done += piece;
+    }
+    return pages;
+}
+
 static void tick(void) {
+    if (A.budget > 0.0) {
+        earn();
+        /* Not even one fault affordable: not even /proc/self/maps is read (an idle program). */
+        if (A.credit_ns < A.fault_ns) {
+            A.limited_ticks++;
+            return;
+        }
+    }
     int n = read_ranges();
     if (n < 0) {
         A.errors++;
@@ -193,14 +255,20 @@ static void tick(void) {
     if (total == 0)
         return;
     double want = (double)total * A.rate * (double)A.tick_ms / 1000.0;
-    uint64_t budget = want < 1.0 ? 1 : (uint64_t)want;
-    if (budget > total)
-        budget = total;
+    uint64_t quota = want < 1.0 ? 1 : (uint64_t)want;
+    if (quota > total)
+        quota = total;
+    A.wanted += quota;
+    /* The account holds at most this tick's full re-arm: an idle program banks nothing. */
+    if (A.credit_ns > (double)quota * A.fault_ns)
+        A.credit_ns = (double)quota * A.fault_ns;
     uint64_t from = A.cursor % total, done = 0, base = 0;
-    /* Walk the window [from, from + budget) over the concatenated pages, wrapping once. */
-    for (int pass = 0; pass < 2 && done < budget; pass++) {
+    int limited = 0;
+    /* Walk the window [from, from + quota) over the concatenated pages, wrapping once; with a
+     * budget, stop where it runs out. */
+    for (int pass = 0; pass < 2 && done < quota && !limited; pass++) {
         base = 0;
-        for (int i = 0; i < n && done < budget; i++) {
+        for (int i = 0; i < n && done < quota && !limited; i++) {
             struct range *r = &ranges[i];
             uint64_t pages = (r->end - r->start) / (uint64_t)page_size;
             uint64_t lo = base, hi = base + pages;
@@ -209,16 +277,23 @@ static void tick(void) {
             if (start >= hi)
                 continue;
             uint64_t take = hi - start;
-            if (take > budget - done)
-                take = budget - done;
+            if (take > quota - done)
+                take = quota - done;
             uintptr_t s = r->start + (uintptr_t)((start - lo) * (uint64_t)page_size);
-            rearm(s, s + (uintptr_t)(take * (uint64_t)page_size), r->shared);
+            if (A.budget > 0.0) {
+                uint64_t paid = affordable(s, take);
+                limited = paid < take;
+                take = paid;
+            }
+            if (take > 0)
+                rearm(s, s + (uintptr_t)(take * (uint64_t)page_size), r->shared);
             done += take;
             from = start + take;
         }
         from = 0;
     }
-    A.cursor = (A.cursor + budget) % total;
+    A.limited_ticks += (uint64_t)limited;
+    A.cursor = (A.cursor + done) % total;
 }
 
 /* Whether numaff, who reads the samples these faults produce, has gone away. */
@@ -263,6 +338,16 @@ __attribute__((constructor)) static void numaff_agent_start(void) {
         A.tick_ms = 100;
     if (!(A.rate > 0.0))
         return;
+    const char *budget = getenv("NUMAFF_INDUCE_BUDGET");
+    A.budget = budget ? strtod(budget, NULL) : 0.0;
+    if (!(A.budget > 0.0 && A.budget <= 1.0))
+        A.budget = 0.0;
+    const char *fault_ns = getenv("NUMAFF_INDUCE_FAULT_NS");
+    A.fault_ns = fault_ns ? strtod(fault_ns, NULL) : 1700.0;
+    if (!(A.fault_ns >= 1.0))
+        A.fault_ns = 1700.0;
+    /* The program's cpu time counts from here; the agent thread's from its start (0). */
+    A.last_process_ns = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
     const char *owner = getenv("NUMAFF_INDUCE_OWNER");
     A.owner = owner ? (pid_t)strtol(owner, NULL, 10) : 0;
     const char *st = getenv("NUMAFF_INDUCE_STATUS");

@@ -38,6 +38,68 @@ pub const DEFAULT_RATE: f64 = 0.1;
 /// The agent's tick: it re-arms `rate × tick` of the eligible pages every tick.
 pub const AGENT_TICK_MS: u64 = 100;
 
+/// Default share of the program's cpu time that induced faults may cost (`--induce-budget`):
+/// 0.5 %, so that with the first-touch sampler's own cost (about 1.1 % of a memory-bound
+/// program's cpu time on a 512 MiB, 2-thread run here, README) profiling stays within issue 5's
+/// 2 %.
+pub const DEFAULT_BUDGET: f64 = 0.005;
+
+/// The cost of one induced fault the budget assumes, in ns: the uffd write fault with its sample,
+/// measured inside the program under `numaff profile` (1.42-1.52 µs), plus numaff reading and
+/// writing that sample (0.25 µs: its cpu time with and without induced faults, over their count).
+/// A re-armed page in memory is counted as one fault, the most it can make before it is re-armed
+/// again; one not in memory (mincore, for the agent) as none: re-arming it makes no fault.
+pub const FAULT_COST_NS: f64 = 1700.0;
+
+/// The overhead budget of induced faults, a token bucket in ns of cpu time: the program's cpu
+/// time earns `share` of itself, the re-arming's own cpu time is paid from it, and re-arming `n`
+/// resident pages costs `n × fault_ns` (each faults at most once before its next re-arm, so the
+/// induced faults cost at most `share` of the program's cpu time). The bucket holds at most one
+/// full re-arm's worth, so an idle program banks nothing for later bursts. The uffd agent
+/// (`agent/numaff_agent.c`, `earn` and `affordable`) keeps the same account in C.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InduceBudget {
+    share: f64,
+    fault_ns: f64,
+    credit_ns: f64,
+}
+
+impl InduceBudget {
+    /// A budget of `share` (0 < share ≤ 1) of the program's cpu time, `fault_ns` per induced fault.
+    pub fn new(share: f64, fault_ns: f64) -> InduceBudget {
+        InduceBudget {
+            share,
+            fault_ns: fault_ns.max(1.0),
+            credit_ns: 0.0,
+        }
+    }
+
+    /// Credits `share` of `program_ns` of the program's cpu time, pays `own_ns` of re-arming.
+    pub fn earn(&mut self, program_ns: f64, own_ns: f64) {
+        self.credit_ns += self.share * program_ns.max(0.0) - own_ns.max(0.0);
+    }
+
+    /// How many of `want` pages may be re-armed now (all or none when `whole`, as clear_refs
+    /// re-arms every page at once); spends their cost. Caps the credit at `want` pages' cost.
+    pub fn take(&mut self, want: u64, whole: bool) -> u64 {
+        let cost = want as f64 * self.fault_ns;
+        self.credit_ns = self.credit_ns.min(cost);
+        let fit = (self.credit_ns.max(0.0) / self.fault_ns).floor() as u64;
+        let n = match whole {
+            true if fit >= want => want,
+            true => 0,
+            false => fit.min(want),
+        };
+        self.credit_ns -= n as f64 * self.fault_ns;
+        n
+    }
+
+    /// The share of the program's cpu time.
+    pub fn share(&self) -> f64 {
+        self.share
+    }
+}
+
 /// A way of inducing faults, as given to `--induce`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Induce {
@@ -326,7 +388,13 @@ pub fn install_agent(dir: &Path) -> io::Result<PathBuf> {
 }
 
 /// The environment the agent reads: (name, value) pairs to add to the program's.
-pub fn agent_env(agent: &Path, rate: f64, status_prefix: &Path) -> Vec<(String, String)> {
+/// `budget` is the share of the program's cpu time the induced faults may cost (None: no cap).
+pub fn agent_env(
+    agent: &Path,
+    rate: f64,
+    budget: Option<f64>,
+    status_prefix: &Path,
+) -> Vec<(String, String)> {
     let preload = match std::env::var("LD_PRELOAD") {
         Ok(p) if !p.is_empty() => format!("{} {p}", agent.display()),
         _ => agent.display().to_string(),
@@ -334,6 +402,12 @@ pub fn agent_env(agent: &Path, rate: f64, status_prefix: &Path) -> Vec<(String, 
     vec![
         ("LD_PRELOAD".into(), preload),
         ("NUMAFF_INDUCE_RATE".into(), format!("{rate}")),
+        // 0: no budget.
+        (
+            "NUMAFF_INDUCE_BUDGET".into(),
+            format!("{}", budget.unwrap_or(0.0)),
+        ),
+        ("NUMAFF_INDUCE_FAULT_NS".into(), format!("{FAULT_COST_NS}")),
         ("NUMAFF_INDUCE_TICK_MS".into(), AGENT_TICK_MS.to_string()),
         (
             "NUMAFF_INDUCE_STATUS".into(),
@@ -369,6 +443,13 @@ pub struct AgentStatus {
     pub shared_rearmed: u64,
     /// Failed re-arm or register calls.
     pub errors: u64,
+    /// Pages the rate asked to re-arm, in all (more than re-armed when the budget limited it).
+    pub wanted: u64,
+    /// Ticks at which the budget re-armed fewer pages than the rate asked.
+    pub limited_ticks: u64,
+    /// The agent thread's own cpu time, ms (at the last report; the status at start: the
+    /// constructor's thread, not the agent's).
+    pub agent_cpu_ms: f64,
     /// Why private memory is not re-armed (`write-protect` when it is).
     pub private: String,
 }
@@ -390,6 +471,9 @@ impl AgentStatus {
                 "private_rearmed" => s.private_rearmed = n(),
                 "shared_rearmed" => s.shared_rearmed = n(),
                 "errors" => s.errors = n(),
+                "wanted" => s.wanted = n(),
+                "limited_ticks" => s.limited_ticks = n(),
+                "agent_cpu_ms" => s.agent_cpu_ms = v.parse().unwrap_or(0.0),
                 "private" => s.private = v.into(),
                 _ => {}
             }
@@ -398,35 +482,103 @@ impl AgentStatus {
     }
 }
 
-/// Soft-dirty re-arming of a process from outside: `4` into `/proc/PID/clear_refs` every period.
+/// Soft-dirty re-arming of a process from outside: `4` into `/proc/PID/clear_refs` every period,
+/// when the [`InduceBudget`] (if any) holds the cost of re-arming every resident page; else the
+/// re-arm waits (checked again every [`SoftDirtyRearmer::RECHECK`]) until the program's cpu
+/// time has earned it.
 pub struct SoftDirtyRearmer {
+    pid: i32,
     path: PathBuf,
     period: Duration,
     last: Instant,
     rearms: u64,
+    deferred: u64,
+    pages: u64,
     spent: Duration,
+    budget: Option<InduceBudget>,
+    /// The program's cpu time (ns) when the budget last earned, and the re-arming time not yet paid.
+    program_ns: Option<u64>,
+    unpaid: Duration,
+    next_check: Instant,
 }
 
 impl SoftDirtyRearmer {
-    /// Re-arms `pid` every `1 / rate` seconds (the first time one period after now).
-    pub fn new(pid: i32, rate: f64) -> SoftDirtyRearmer {
-        SoftDirtyRearmer {
+    /// How often a re-arm the budget cannot pay yet is checked again.
+    pub const RECHECK: Duration = Duration::from_millis(200);
+
+    /// Re-arms `pid` every `1 / rate` seconds (the first time one period after now), within
+    /// `budget` if given.
+    pub fn new(pid: i32, rate: f64, budget: Option<InduceBudget>) -> SoftDirtyRearmer {
+        let now = Instant::now();
+        let mut r = SoftDirtyRearmer {
+            pid,
             path: PathBuf::from(format!("/proc/{pid}/clear_refs")),
             period: Duration::from_secs_f64(1.0 / rate.max(1e-3)),
-            last: Instant::now(),
+            last: now,
             rearms: 0,
+            deferred: 0,
+            pages: 0,
             spent: Duration::ZERO,
-        }
+            budget,
+            program_ns: None,
+            unpaid: Duration::ZERO,
+            next_check: now,
+        };
+        r.program_ns = r.program_cpu_ns();
+        r
     }
 
-    /// How long until the next re-arm is due.
+    /// How long until the next re-arm is due (or is checked again).
     pub fn until_due(&self) -> Duration {
-        self.period.saturating_sub(self.last.elapsed())
+        self.period
+            .saturating_sub(self.last.elapsed())
+            .max(self.next_check.saturating_duration_since(Instant::now()))
     }
 
-    /// Re-arms if a period has passed. Errors name the file and what to do.
+    /// The process's cpu time (all its threads), from /proc/PID/stat.
+    fn program_cpu_ns(&self) -> Option<u64> {
+        let line = fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
+        let st = crate::tasks::parse_stat(&line).ok()?;
+        Some(crate::tasks::ticks_to_ns(
+            st.cpu_ticks,
+            crate::tasks::clock_ticks_per_second(),
+        ))
+    }
+
+    /// The process's resident pages (/proc/PID/statm): each may fault once after a re-arm.
+    fn resident_pages(&self) -> Option<u64> {
+        let text = fs::read_to_string(format!("/proc/{}/statm", self.pid)).ok()?;
+        text.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// Whether the budget allows re-arming `pages` resident pages now (earning the program's cpu
+    /// time since last asked).
+    fn affordable(&mut self, pages: Option<u64>) -> bool {
+        let now_ns = self.program_cpu_ns();
+        let Some(b) = self.budget.as_mut() else {
+            return true;
+        };
+        // Unreadable /proc files mean the process is going: re-arm as without a budget, and let
+        // the write say what happened.
+        let (Some(now_ns), Some(pages)) = (now_ns, pages) else {
+            return true;
+        };
+        let earned = now_ns.saturating_sub(self.program_ns.unwrap_or(now_ns));
+        self.program_ns = Some(now_ns);
+        b.earn(earned as f64, self.unpaid.as_nanos() as f64);
+        self.unpaid = Duration::ZERO;
+        b.take(pages, true) == pages
+    }
+
+    /// Re-arms if a period has passed and the budget allows. Errors name the file and what to do.
     pub fn tick(&mut self) -> Result<bool, String> {
-        if self.last.elapsed() < self.period {
+        if self.last.elapsed() < self.period || Instant::now() < self.next_check {
+            return Ok(false);
+        }
+        let pages = self.resident_pages();
+        if !self.affordable(pages) {
+            self.deferred += 1;
+            self.next_check = Instant::now() + Self::RECHECK;
             return Ok(false);
         }
         self.last = Instant::now();
@@ -439,13 +591,25 @@ impl SoftDirtyRearmer {
             )
         })?;
         self.spent += t.elapsed();
+        self.unpaid += t.elapsed();
         self.rearms += 1;
+        self.pages += pages.unwrap_or(0);
         Ok(true)
+    }
+
+    /// Resident pages at the re-arms, summed: the most faults they can have induced.
+    pub fn pages(&self) -> u64 {
+        self.pages
     }
 
     /// Re-arms done.
     pub fn rearms(&self) -> u64 {
         self.rearms
+    }
+
+    /// Checks at which a due re-arm waited for the budget.
+    pub fn deferred(&self) -> u64 {
+        self.deferred
     }
 
     /// Time numaff spent in the clear_refs writes (the kernel walking the page tables).
@@ -525,11 +689,42 @@ mod tests {
     }
 
     #[test]
+    fn issue5_budget_pays_faults_from_a_share_of_the_programs_cpu_time() {
+        let mut b = InduceBudget::new(0.01, 1000.0);
+        // Nothing earned yet: nothing may be re-armed.
+        assert_eq!(b.take(10, false), 0);
+        // 1 ms of the program's cpu time earns 10 µs: 10 faults of 1 µs.
+        b.earn(1e6, 0.0);
+        assert_eq!(b.take(25, false), 10);
+        assert_eq!(b.take(25, false), 0);
+        // The re-arming's own cpu time is paid first: 10 µs earned, 4 µs spent.
+        b.earn(1e6, 4000.0);
+        assert_eq!(b.take(25, false), 6);
+        // All or nothing (clear_refs): 10 affordable, 12 asked, none re-armed, nothing spent.
+        b.earn(1e6, 0.0);
+        assert_eq!(b.take(12, true), 0);
+        b.earn(0.2e6, 0.0);
+        assert_eq!(b.take(12, true), 12);
+        // An idle stretch banks at most one full re-arm: 1 s of cpu, then 5 pages at most twice.
+        b.earn(1e9, 0.0);
+        assert_eq!(b.take(5, false), 5);
+        assert_eq!(b.take(5, false), 0);
+        // Overspending (own time above the earnings) is paid back before any re-arm.
+        b.earn(0.0, 20_000.0);
+        b.earn(1e6, 0.0);
+        assert_eq!(b.take(100, false), 0);
+        b.earn(2e6, 0.0);
+        assert_eq!(b.take(100, false), 10);
+    }
+
+    #[test]
     fn parses_the_agent_status_line() {
         let s = AgentStatus::parse(
             "state=on uffd=full ticks=12 eligible_pages=300 private_rearmed=3600 \
-             shared_rearmed=10 errors=0 rate=1 tick_ms=100 private=write-protect\n",
+             shared_rearmed=10 errors=0 wanted=4000 limited_ticks=3 budget=0.01 agent_cpu_ms=1.5 rate=1 \
+             tick_ms=100 private=write-protect\n",
         );
+        assert_eq!((s.wanted, s.limited_ticks, s.agent_cpu_ms), (4000, 3, 1.5));
         assert_eq!(s.state, "on");
         assert_eq!(s.uffd, "full");
         assert_eq!(
