@@ -146,7 +146,7 @@ struct Budget(Option<f64>);
 impl std::fmt::Display for Budget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.0 {
-            Some(b) => write!(f, "{}", b * 100.0),
+            Some(b) => write!(f, "{}", percent(b)),
             None => f.write_str("off"),
         }
     }
@@ -809,10 +809,15 @@ fn alive(pid: i32) -> bool {
     })
 }
 
+/// A share as per cent, without the float noise of `/ 100 * 100` (0.7 stays 0.7).
+fn percent(share: f64) -> f64 {
+    (share * 100.0 * 1e9).round() / 1e9
+}
+
 /// `--induce-budget` in words.
 fn budget_words(budget: Option<f64>) -> String {
     match budget {
-        Some(b) => format!("{}% of the program's cpu time", b * 100.0),
+        Some(b) => format!("{}% of the program's cpu time", percent(b)),
         None => "none".into(),
     }
 }
@@ -990,8 +995,25 @@ impl WaitingChild {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, BoundedPoll};
+    use super::{budget_words, parse_budget, parse_duration, BoundedPoll, Budget};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn issue5_induce_budget_is_per_cent_or_off() {
+        assert_eq!(parse_budget("off"), Ok(Budget(None)));
+        assert_eq!(parse_budget("2"), Ok(Budget(Some(0.02))));
+        assert_eq!(parse_budget("0.5%"), Ok(Budget(Some(0.005))));
+        for bad in ["0", "-1", "100.5", "inf", "NaN", "", "half"] {
+            assert!(parse_budget(bad).is_err(), "{bad:?} accepted");
+        }
+        // Printed as given, without float noise (0.7 / 100 * 100 is 0.7000000000000001).
+        let b = parse_budget("0.7").map(|b| b.0);
+        assert_eq!(
+            b.map(budget_words),
+            Ok("0.7% of the program's cpu time".into())
+        );
+        assert_eq!(parse_budget("0.7").map(|b| b.to_string()), Ok("0.7".into()));
+    }
 
     #[test]
     fn issue5_a_costly_proc_read_is_repeated_less_often() {
