@@ -2,7 +2,7 @@
  * own 256 MiB buffer, then streams over it (read-modify-write) PASSES times (argv[1], default 8).
  * With argv[2] (a file name), the run goes on after the PASSES: it prints "DONE <unix time>" when
  * both threads have done them, then keeps streaming until that file exists, so that programs
- * measured side by side (scripts/profile-overhead.sh --side-by-side) share the machine alike until
+ * measured side by side (scripts/profile-overhead-side.sh) share the machine alike until
  * the slowest is done. */
 #include <pthread.h>
 #include <stdio.h>
