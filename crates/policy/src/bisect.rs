@@ -963,21 +963,25 @@ impl GainHeap {
 /// corner of a stencil), and [`STARTS`] more starts from evenly spaced seeds (two on small graphs).
 fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     let n = g.len();
-    let mut best: Option<(f64, Vec<u8>)> = None;
+    // (cut, split, whether its refinement pass changed it)
+    let mut best: Option<(f64, Vec<u8>, bool)> = None;
     // Starts that grow the same partition as an earlier one are refined once (refinement is
     // deterministic, and only a strictly better cut replaces the best).
     let mut seen: Vec<Vec<u8>> = Vec::new();
     let mut consider = |side: Vec<u8>, wk: &mut Work| {
         // a cut of 0 cannot be beaten (weights are positive: every cut is at least 0)
-        if seen.contains(&side) || best.as_ref().is_some_and(|(bc, _)| *bc == 0.0) {
+        if seen.contains(&side) || best.as_ref().is_some_and(|(bc, _, _)| *bc == 0.0) {
             return;
         }
         let mut refined = side.clone();
         seen.push(side);
-        refine(g, &mut refined, ca, tol, 1, wk);
-        let c = g.cut(&refined);
-        if best.as_ref().is_none_or(|(bc, _)| c < *bc) {
-            best = Some((c, refined));
+        let mut start_cut = 0.0;
+        let changed = refine_pass(g, &mut refined, ca, tol, 1, Some(&mut start_cut), wk);
+        // a pass that changed nothing leaves the start's cut, summed by the pass in
+        // `Sub::cut`'s order (the same value bit for bit)
+        let c = if changed { g.cut(&refined) } else { start_cut };
+        if best.as_ref().is_none_or(|(bc, _, _)| c < *bc) {
+            best = Some((c, refined, changed));
         }
     };
     let mut order = vec![1u8; n];
@@ -998,8 +1002,14 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
         let side = grow(g, &deg, s * n / starts, ca, tol, wk);
         consider(side, wk);
     }
-    let mut side = best.map(|(_, s)| s).unwrap_or_default();
-    refine(g, &mut side, ca, tol, PASSES, wk);
+    let Some((_, mut side, changed)) = best else {
+        return Vec::new();
+    };
+    // A first pass that changed nothing would be repeated identically (refinement is
+    // deterministic) and stop the refinement: only a changed split is refined further.
+    if changed {
+        refine(g, &mut side, ca, tol, PASSES, wk);
+    }
     side
 }
 
@@ -1104,6 +1114,21 @@ fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work) -> 
 /// worse than any balanced state, so a pass also restores balance). A pass stops after
 /// `16 + n / 64` moves without a new best.
 fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut Work) {
+    refine_pass(g, side, ca, tol, passes, None, wk);
+}
+
+/// [`refine`], returning whether its last pass changed the split (a pass that does not improve it
+/// leaves it as it was); with `start_cut`, the first pass also sums the cut of the split it starts
+/// from there, in the order of [`Sub::cut`] (so the same value bit for bit).
+fn refine_pass(
+    g: &Sub,
+    side: &mut [u8],
+    ca: i64,
+    tol: i64,
+    passes: usize,
+    mut start_cut: Option<&mut f64>,
+    wk: &mut Work,
+) -> bool {
     let n = g.len();
     let slack = tol + g.max_vw();
     let limit = 16 + n / 64;
@@ -1127,22 +1152,10 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
         // Candidates: boundary vertices (an edge to the other side), and every vertex of the
         // heavier side while out of balance; others join when a neighbour moves.
         let heavy: u8 = if start_ok { 2 } else { u8::from(wa < ca) };
-        for x in 0..n {
-            let mut gx = 0.0;
-            let mut boundary = 0u8;
-            let sx = side[x];
-            let r = g.off[x]..g.off[x + 1];
-            for (&y, &w) in g.adj[r.clone()].iter().zip(&g.w[r]) {
-                // branch-free (the side changes unpredictably along a boundary vertex's row):
-                // `w` for a neighbour on the other side, `-w` (the same bits as negation) else
-                let other = side[y as usize] ^ sx;
-                gx += f64::from_bits(w.to_bits() ^ (u64::from(other ^ 1) << 63));
-                boundary |= other;
-            }
-            gain[x] = gx;
-            locked[x] = false;
-            if boundary != 0 || sx == heavy {
-                heaps[sx as usize].push_unordered(x, gx);
+        match start_cut.take() {
+            Some(c) => *c = gains::<true>(g, side, gain, locked, heaps, heavy),
+            None => {
+                gains::<false>(g, side, gain, locked, heaps, heavy);
             }
         }
         heaps[0].heapify();
@@ -1215,9 +1228,49 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
         }
         let improved = best.is_some_and(|(bc, bl)| bl > 0 && (bc > 0.0 || !start_ok));
         if !improved {
-            break;
+            return false;
         }
     }
+    true
+}
+
+/// The set-up of an FM pass: every vertex's gain (weight to the other side minus weight to its
+/// own), unlocked, and the candidates in the heaps, unordered (boundary vertices, and every vertex
+/// of side `heavy` when it is 0 or 1). With `CUT`, also returns the weight cut by `side`, summed
+/// in the order of [`Sub::cut`] (an edge not counted adds +0.0, which changes no sum of positive
+/// weights), else 0.
+fn gains<const CUT: bool>(
+    g: &Sub,
+    side: &[u8],
+    gain: &mut [f64],
+    locked: &mut [bool],
+    heaps: &mut [GainHeap; 2],
+    heavy: u8,
+) -> f64 {
+    let mut cut = 0.0;
+    for x in 0..g.len() {
+        let mut gx = 0.0;
+        let mut boundary = 0u8;
+        let sx = side[x];
+        let r = g.off[x]..g.off[x + 1];
+        for (&y, &w) in g.adj[r.clone()].iter().zip(&g.w[r]) {
+            // branch-free (the side changes unpredictably along a boundary vertex's row):
+            // `w` for a neighbour on the other side, `-w` (the same bits as negation) else
+            let other = side[y as usize] ^ sx;
+            gx += f64::from_bits(w.to_bits() ^ (u64::from(other ^ 1) << 63));
+            boundary |= other;
+            if CUT {
+                let counted = u64::from(other & u8::from(y as usize > x));
+                cut += f64::from_bits(w.to_bits() & counted.wrapping_neg());
+            }
+        }
+        gain[x] = gx;
+        locked[x] = false;
+        if boundary != 0 || sx == heavy {
+            heaps[sx as usize].push_unordered(x, gx);
+        }
+    }
+    cut
 }
 
 /// Makes side 0 weigh exactly `ca` (unit weights): moves the vertices of the heavier side that
