@@ -15,7 +15,9 @@
 //! exchanges between its children), since the level's share of the hop cost is the k-way cut,
 //! which the chain of bisections only approximates. A split into equal halves first strips the
 //! uniform part of hub edges ([`strip_hubs`], exact), and on request small coarsened splits get one
-//! more V-cycle ([`vcycle`]). Deterministic: no randomness, ties go to the lower index.
+//! more V-cycle ([`vcycle`]). On an expander (every bisection cuts a large share of the weight:
+//! random sparse matrices) the splits search less ([`Effort`]: fewer starts, one FM pass per level,
+//! shorter FM tails). Deterministic: no randomness, ties go to the lower index.
 
 use crate::graph::Graph;
 use crate::tree::Tree;
@@ -31,6 +33,42 @@ const STARTS: usize = 8;
 const SMALL: usize = 8;
 /// Graphs of at most this many vertices are split optimally by enumeration.
 const EXACT: usize = 12;
+/// Share of the coarsest graph's weight that the first multilevel split's best start cuts from
+/// which the graph counts as an expander and the mapping switches to [`Effort::Light`].
+const EXPANDER: f64 = 0.25;
+/// Light effort: FM passes per level, spaced starts (and no pseudo-peripheral start), and the base
+/// of the FM tail.
+const LIGHT_PASSES: usize = 1;
+const LIGHT_STARTS: usize = 2;
+const LIGHT_TAIL: usize = 4;
+/// Full effort: the base of the FM tail (a pass stops after this many plus `n / 64` moves without
+/// a new best).
+const TAIL: usize = 16;
+
+/// How hard the splits of one mapping search, decided once, at its first multilevel split.
+///
+/// On an expander (a random sparse graph: every bisection cuts a large share of the weight, here
+/// at least [`EXPANDER`] on the first split's coarsest graph after its starts) more starts and FM
+/// passes were measured to change the cut by a few tenths of a per cent (issue 6, README "Thread
+/// mapping performance"), for about 40 % of the mapping time; stencils, chains and clustered
+/// matrices, whose first coarse cut is at most 18 % of the weight, keep the full search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+enum Effort {
+    /// Not decided yet (no multilevel split so far): full effort.
+    #[default]
+    Undecided,
+    /// [`STARTS`] spaced starts, [`PASSES`] passes per level, FM tails of [`TAIL`] `+ n / 64`.
+    Full,
+    /// [`LIGHT_STARTS`] (and no pseudo-peripheral start), [`LIGHT_PASSES`] and [`LIGHT_TAIL`]
+    /// instead.
+    Light,
+}
+
+impl Effort {
+    fn light(self) -> bool {
+        self == Effort::Light
+    }
+}
 
 /// A graph with vertex weights (task counts) in compressed rows.
 #[derive(Default)]
@@ -91,13 +129,25 @@ impl Sub {
 /// while that lowers the weight cut between them (the level's share of the hop cost).
 ///
 /// With `vcycle`, every multilevel split of at most [`VCYCLE`] tasks gets one more V-cycle
-/// ([`vcycle`]).
+/// ([`vcycle`]). The splits' search effort is decided at the first multilevel split ([`Effort`]).
 pub(crate) fn recursive_bisection(
     tree: &Tree,
     graph: &Graph,
     slots: &[usize],
     vcycle: bool,
 ) -> Vec<usize> {
+    bisection_with(tree, graph, slots, vcycle, Effort::Undecided).0
+}
+
+/// [`recursive_bisection`] starting from `effort` (`Undecided`: decided at the first multilevel
+/// split, as in [`recursive_bisection`]; `Full` or `Light`: kept), with the effort used.
+fn bisection_with(
+    tree: &Tree,
+    graph: &Graph,
+    slots: &[usize],
+    vcycle: bool,
+    effort: Effort,
+) -> (Vec<usize>, Effort) {
     let total = graph.len();
     let mut prefix = vec![0usize; slots.len() + 1];
     for (i, &s) in slots.iter().enumerate() {
@@ -105,11 +155,12 @@ pub(crate) fn recursive_bisection(
     }
     let mut leaf_of = vec![0usize; total];
     if tree.pu_count() == 0 || prefix[slots.len()] != total {
-        return leaf_of;
+        return (leaf_of, effort);
     }
     let mut loc = vec![u32::MAX; total];
     let mut wk = Work {
         vcycle,
+        effort,
         ..Work::default()
     };
     let mut kw = KWork::default();
@@ -153,7 +204,7 @@ pub(crate) fn recursive_bisection(
             stack.push((l + 1, c, p));
         }
     }
-    leaf_of
+    (leaf_of, wk.effort)
 }
 
 /// Scratch buffers of [`kway_refine`].
@@ -513,12 +564,26 @@ fn multilevel(sub: Sub, ca: i64, wk: &mut Work) -> Vec<u8> {
     let g = &graphs[coarsest];
     let tol = if coarsest == 0 { 0 } else { g.max_vw() - 1 };
     let mut side = initial(g, ca, tol, wk);
+    if wk.effort == Effort::Undecided {
+        // every edge is in two rows: the total weight is half the sum
+        let expander = 2.0 * g.cut(&side) >= EXPANDER * g.w.iter().sum::<f64>();
+        wk.effort = if expander {
+            Effort::Light
+        } else {
+            Effort::Full
+        };
+    }
+    let passes = if wk.effort.light() {
+        LIGHT_PASSES
+    } else {
+        PASSES
+    };
     for k in (0..coarsest).rev() {
         let map = &maps[k];
         side = map.iter().map(|&c| side[c as usize]).collect();
         let g = &graphs[k];
         let tol = if k == 0 { 0 } else { g.max_vw() - 1 };
-        refine(g, &mut side, ca, tol, PASSES, wk);
+        refine(g, &mut side, ca, tol, passes, wk);
     }
     force_balance(&graphs[0], &mut side, ca);
     if wk.vcycle && graphs.len() > 1 && graphs[0].len() <= VCYCLE {
@@ -963,21 +1028,25 @@ impl GainHeap {
 /// corner of a stencil), and [`STARTS`] more starts from evenly spaced seeds (two on small graphs).
 fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     let n = g.len();
-    let mut best: Option<(f64, Vec<u8>)> = None;
+    // (cut, split, whether its refinement pass changed it)
+    let mut best: Option<(f64, Vec<u8>, bool)> = None;
     // Starts that grow the same partition as an earlier one are refined once (refinement is
     // deterministic, and only a strictly better cut replaces the best).
     let mut seen: Vec<Vec<u8>> = Vec::new();
     let mut consider = |side: Vec<u8>, wk: &mut Work| {
         // a cut of 0 cannot be beaten (weights are positive: every cut is at least 0)
-        if seen.contains(&side) || best.as_ref().is_some_and(|(bc, _)| *bc == 0.0) {
+        if seen.contains(&side) || best.as_ref().is_some_and(|(bc, _, _)| *bc == 0.0) {
             return;
         }
         let mut refined = side.clone();
         seen.push(side);
-        refine(g, &mut refined, ca, tol, 1, wk);
-        let c = g.cut(&refined);
-        if best.as_ref().is_none_or(|(bc, _)| c < *bc) {
-            best = Some((c, refined));
+        let mut start_cut = 0.0;
+        let changed = refine_pass(g, &mut refined, ca, tol, 1, Some(&mut start_cut), wk);
+        // a pass that changed nothing leaves the start's cut, summed by the pass in
+        // `Sub::cut`'s order (the same value bit for bit)
+        let c = if changed { g.cut(&refined) } else { start_cut };
+        if best.as_ref().is_none_or(|(bc, _, _)| c < *bc) {
+            best = Some((c, refined, changed));
         }
     };
     let mut order = vec![1u8; n];
@@ -991,15 +1060,34 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     }
     consider(order, wk);
     let deg: Vec<f64> = (0..n).map(|x| g.row(x).map(|(_, w)| w).sum()).collect();
-    let s = grow(g, &deg, peripheral(g), ca, tol, wk);
-    consider(s, wk);
-    let starts = if n > 2 * SMALL { STARTS } else { 2 }.min(n);
+    if !wk.effort.light() {
+        let s = grow(g, &deg, peripheral(g), ca, tol, wk);
+        consider(s, wk);
+    }
+    let spaced = if wk.effort.light() {
+        LIGHT_STARTS
+    } else {
+        STARTS
+    };
+    let starts = if n > 2 * SMALL { spaced } else { 2 }.min(n);
     for s in 0..starts {
         let side = grow(g, &deg, s * n / starts, ca, tol, wk);
         consider(side, wk);
     }
-    let mut side = best.map(|(_, s)| s).unwrap_or_default();
-    refine(g, &mut side, ca, tol, PASSES, wk);
+    let Some((_, mut side, changed)) = best else {
+        return Vec::new();
+    };
+    // A first pass that changed nothing would be repeated identically (refinement is
+    // deterministic) and stop the refinement: only a changed split is refined further.
+    let passes = if wk.effort.light() {
+        LIGHT_PASSES
+    } else {
+        PASSES
+    };
+    // (with one pass, that pass was the start's own)
+    if changed && passes > 1 {
+        refine(g, &mut side, ca, tol, passes, wk);
+    }
     side
 }
 
@@ -1036,6 +1124,8 @@ fn peripheral(g: &Sub) -> usize {
 struct Work {
     /// Whether small multilevel splits get a [`vcycle`].
     vcycle: bool,
+    /// The search effort of this mapping's splits.
+    effort: Effort,
     gain: Vec<f64>,
     locked: Vec<bool>,
     moves: Vec<usize>,
@@ -1102,11 +1192,26 @@ fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work) -> 
 /// once per pass, keeping side 0 within `ca ± (tol + heaviest vertex)` during the pass; the pass is
 /// rolled back to its best prefix whose side 0 weighs `ca ± tol` (a start out of balance counts as
 /// worse than any balanced state, so a pass also restores balance). A pass stops after
-/// `16 + n / 64` moves without a new best.
+/// [`TAIL`] `+ n / 64` moves without a new best ([`LIGHT_TAIL`] `+ n / 64` with light effort).
 fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut Work) {
+    refine_pass(g, side, ca, tol, passes, None, wk);
+}
+
+/// [`refine`], returning whether its last pass changed the split (a pass that does not improve it
+/// leaves it as it was); with `start_cut`, the first pass also sums the cut of the split it starts
+/// from there, in the order of [`Sub::cut`] (so the same value bit for bit).
+fn refine_pass(
+    g: &Sub,
+    side: &mut [u8],
+    ca: i64,
+    tol: i64,
+    passes: usize,
+    mut start_cut: Option<&mut f64>,
+    wk: &mut Work,
+) -> bool {
     let n = g.len();
     let slack = tol + g.max_vw();
-    let limit = 16 + n / 64;
+    let limit = if wk.effort.light() { LIGHT_TAIL } else { TAIL } + n / 64;
     let Work {
         gain,
         locked,
@@ -1127,22 +1232,10 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
         // Candidates: boundary vertices (an edge to the other side), and every vertex of the
         // heavier side while out of balance; others join when a neighbour moves.
         let heavy: u8 = if start_ok { 2 } else { u8::from(wa < ca) };
-        for x in 0..n {
-            let mut gx = 0.0;
-            let mut boundary = 0u8;
-            let sx = side[x];
-            let r = g.off[x]..g.off[x + 1];
-            for (&y, &w) in g.adj[r.clone()].iter().zip(&g.w[r]) {
-                // branch-free (the side changes unpredictably along a boundary vertex's row):
-                // `w` for a neighbour on the other side, `-w` (the same bits as negation) else
-                let other = side[y as usize] ^ sx;
-                gx += f64::from_bits(w.to_bits() ^ (u64::from(other ^ 1) << 63));
-                boundary |= other;
-            }
-            gain[x] = gx;
-            locked[x] = false;
-            if boundary != 0 || sx == heavy {
-                heaps[sx as usize].push_unordered(x, gx);
+        match start_cut.take() {
+            Some(c) => *c = gains::<true>(g, side, gain, locked, heaps, heavy),
+            None => {
+                gains::<false>(g, side, gain, locked, heaps, heavy);
             }
         }
         heaps[0].heapify();
@@ -1215,9 +1308,49 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
         }
         let improved = best.is_some_and(|(bc, bl)| bl > 0 && (bc > 0.0 || !start_ok));
         if !improved {
-            break;
+            return false;
         }
     }
+    true
+}
+
+/// The set-up of an FM pass: every vertex's gain (weight to the other side minus weight to its
+/// own), unlocked, and the candidates in the heaps, unordered (boundary vertices, and every vertex
+/// of side `heavy` when it is 0 or 1). With `CUT`, also returns the weight cut by `side`, summed
+/// in the order of [`Sub::cut`] (an edge not counted adds +0.0, which changes no sum of positive
+/// weights), else 0.
+fn gains<const CUT: bool>(
+    g: &Sub,
+    side: &[u8],
+    gain: &mut [f64],
+    locked: &mut [bool],
+    heaps: &mut [GainHeap; 2],
+    heavy: u8,
+) -> f64 {
+    let mut cut = 0.0;
+    for x in 0..g.len() {
+        let mut gx = 0.0;
+        let mut boundary = 0u8;
+        let sx = side[x];
+        let r = g.off[x]..g.off[x + 1];
+        for (&y, &w) in g.adj[r.clone()].iter().zip(&g.w[r]) {
+            // branch-free (the side changes unpredictably along a boundary vertex's row):
+            // `w` for a neighbour on the other side, `-w` (the same bits as negation) else
+            let other = side[y as usize] ^ sx;
+            gx += f64::from_bits(w.to_bits() ^ (u64::from(other ^ 1) << 63));
+            boundary |= other;
+            if CUT {
+                let counted = u64::from(other & u8::from(y as usize > x));
+                cut += f64::from_bits(w.to_bits() & counted.wrapping_neg());
+            }
+        }
+        gain[x] = gx;
+        locked[x] = false;
+        if boundary != 0 || sx == heavy {
+            heaps[sx as usize].push_unordered(x, gx);
+        }
+    }
+    cut
 }
 
 /// Makes side 0 weigh exactly `ca` (unit weights): moves the vertices of the heavier side that
@@ -1530,6 +1663,106 @@ mod tests {
         assert_eq!(cache.len(), CLASSES);
     }
 
+    /// A 1024-task tree (16x4x8x2) and matrices of the benchmark's families: a random sparse one
+    /// (4-16 partners, weights 1-100), a 3-D stencil with shuffled ids, a chain, clustered groups.
+    fn effort_matrices() -> Vec<(&'static str, crate::CommMatrix)> {
+        let n = 1024;
+        let mut rng = SplitMix64::new(63);
+        let mut random = crate::CommMatrix::new(n);
+        for i in 0..n {
+            for _ in 0..(4 + rng.below(13)) / 2 {
+                let j = rng.below(n);
+                if j != i {
+                    random.add_pair(i, j, 1.0 + rng.below(100) as f64);
+                }
+            }
+        }
+        let mut perm: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            perm.swap(i, rng.below(i + 1));
+        }
+        let id = |x: usize, y: usize, z: usize| perm[(x * 8 + y) * 8 + z];
+        let mut stencil = crate::CommMatrix::new(n);
+        for x in 0..16 {
+            for y in 0..8 {
+                for z in 0..8 {
+                    for (dx, dy, dz) in [(1, 0, 0), (0, 1, 0), (0, 0, 1)] {
+                        if x + dx < 16 && y + dy < 8 && z + dz < 8 {
+                            stencil.add_pair(id(x, y, z), id(x + dx, y + dy, z + dz), 10.0);
+                        }
+                    }
+                }
+            }
+        }
+        let mut chain = crate::CommMatrix::new(n);
+        for i in 1..n {
+            chain.add_pair(i - 1, i, 100.0);
+        }
+        let mut clustered = crate::CommMatrix::new(n);
+        let mut start = 0;
+        for size in [5, 7, 11, 3, 13].into_iter().cycle() {
+            let end = (start + size).min(n);
+            for i in start..end {
+                for j in i + 1..end {
+                    clustered.add_pair(i, j, 100.0);
+                }
+            }
+            start = end;
+            if start == n {
+                break;
+            }
+        }
+        for i in 0..n {
+            let j = rng.below(n);
+            if j != i {
+                clustered.add_pair(i, j, 1.0 + rng.below(5) as f64);
+            }
+        }
+        vec![
+            ("random", random),
+            ("stencil", stencil),
+            ("chain", chain),
+            ("clustered", clustered),
+        ]
+    }
+
+    /// The leaf-level hop cost of a bisection's leaves (every edge once).
+    fn leaves_cost(tree: &Tree, g: &Graph, leaf_of: &[usize]) -> f64 {
+        let leaf: Vec<Option<usize>> = leaf_of.iter().map(|&l| Some(l)).collect();
+        g.hop_cost(tree, &leaf)
+    }
+
+    /// The search effort is decided from the graph, not from its origin: the random sparse
+    /// matrix (an expander: its first coarse cut is a large share of the weight) gets the light
+    /// search, the stencil, the chain and the clustered groups the full one; the light mapping
+    /// is a valid one (each leaf's slot count) and costs at most 2 % more than the full search's
+    /// on the same graph, and a mapping decided `Full` is the one forced `Full`.
+    #[test]
+    fn issue6_effort_is_light_on_expanders_only() {
+        let m = numaff_machine::spec::resolve("pack:16 l3:4 core:8 pu:2").unwrap();
+        let tree = Tree::from_machine(&m);
+        let n = 1024;
+        let slots = crate::hier::slots(&tree, n);
+        for (name, c) in effort_matrices() {
+            let g = Graph::from_comm(&c, n, n);
+            let (auto, effort) = bisection_with(&tree, &g, &slots, false, Effort::Undecided);
+            let (full, _) = bisection_with(&tree, &g, &slots, false, Effort::Full);
+            let mut count = vec![0usize; slots.len()];
+            for &l in &auto {
+                count[l] += 1;
+            }
+            assert_eq!(count, slots, "{name}");
+            if name == "random" {
+                assert_eq!(effort, Effort::Light, "{name}");
+                let (light, cf) = (leaves_cost(&tree, &g, &auto), leaves_cost(&tree, &g, &full));
+                assert!(light <= 1.02 * cf, "{name}: light {light}, full {cf}");
+            } else {
+                assert_eq!(effort, Effort::Full, "{name}");
+                assert_eq!(auto, full, "{name}");
+            }
+        }
+    }
+
     /// Splits computed with buffers left over from earlier splits of other graphs (the reuse
     /// across the recursion) are the same as with fresh buffers.
     #[test]
@@ -1558,6 +1791,8 @@ mod tests {
                         .map(|t| (t * 7 + gi as u32) % n as u32)
                         .collect();
                     let fresh = bisect(g, tasks.clone(), ca, &mut loc, &mut Work::default());
+                    // the effort is decided per mapping, not a buffer: each split decides anew
+                    shared.effort = Effort::Undecided;
                     let reused = bisect(g, tasks, ca, &mut loc, &mut shared);
                     assert_eq!(fresh, reused, "round {round}, graph {gi}, {ca} of {len}");
                     assert_eq!(fresh.0.len(), ca);
