@@ -19,7 +19,7 @@ use numaff_machine::{CacheKind, CpuSet, Machine};
 use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
 use crate::config::{defaults, SimConfig};
 use crate::dir::{Directory, Form, FormKind, NarrowForm, PackedForm, WideForm};
-use crate::fabric::{Fabric, LINE};
+use crate::fabric::{later, Fabric, LINE};
 use crate::pages::{Page, PageTable};
 use crate::report::{Report, ThreadReport};
 use crate::rng::Rng;
@@ -970,7 +970,7 @@ impl Simulator {
 
     fn drain(&mut self, ti: usize, p: usize) -> f64 {
         let th = &mut self.threads[ti];
-        let t = th.window.iter().copied().fold(self.pus[p].clock, f64::max);
+        let t = th.window.iter().copied().fold(self.pus[p].clock, later);
         th.window.clear();
         self.pus[p].clock = t;
         t
@@ -1057,11 +1057,11 @@ impl Simulator {
         let mut t = self.pus[p].clock
             + (f64::from(a.compute_cycles) + self.cfg.issue_cycles) * self.cycle_ns;
         if a.dependent {
-            t = t.max(th.last_done);
+            t = later(t, th.last_done);
         }
         if th.window.len() >= mlp {
             if let Some(o) = th.window.pop_front() {
-                t = t.max(o);
+                t = later(t, o);
             }
         }
         th.accesses += 1;
@@ -1423,9 +1423,9 @@ impl Simulator {
                             self.stats.invalidations += 1;
                             let n = self.caches[inst].node;
                             if n != node {
-                                far = far.max(self.fabric.latency(node, n));
+                                far = later(far, self.fabric.latency(node, n));
                             } else {
-                                far = far.max(self.cfg.c2c_local_ns);
+                                far = later(far, self.cfg.c2c_local_ns);
                             }
                         }
                         for q in 0..self.caches[inst].inner.len() {
@@ -1437,7 +1437,7 @@ impl Simulator {
                 }
             }
             if hit.is_some() && owner_other.is_none() {
-                lat = lat.max(far);
+                lat = later(lat, far);
             }
             ne.holders = path_bits;
             ne.owner = p as u32 + 1;
