@@ -19,7 +19,7 @@ use numaff_machine::{CacheKind, CpuSet, Machine};
 use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
 use crate::config::{defaults, SimConfig};
 use crate::dir::{Directory, Form, FormKind, NarrowForm, PackedForm, WideForm};
-use crate::fabric::{Fabric, LINE};
+use crate::fabric::{later, Fabric, LINE};
 use crate::pages::{Page, PageTable};
 use crate::report::{Report, ThreadReport};
 use crate::rng::Rng;
@@ -126,21 +126,36 @@ impl Path3 {
 /// `access_beyond_l1_3` / `fill3` / `access` use `SetAssoc`'s `*_p8` lookups, which take their set
 /// as a mask and a shift and skip `set_of`'s match and `set8`'s way-count test; else the general
 /// lookups. Either gives the same answers; only the host instructions differ.
+///
+/// With `W20` (issue 4, change 23; only with `P8`) the last level is 20-way as well (laso-hpl's,
+/// agung-xeon2's and agung-xeon56's L3; `SetAssoc::is_w20`), and its lookups, the victim's `lru`,
+/// the fill of an absent line and the set's prefetch work on a set of fixed length (`*_w20`).
 trait Geom {
     /// Whether the first two levels of the PU's `Path3` are 8-way with power-of-two set counts.
     const P8: bool;
+    /// Whether, besides, the PU's `Path3` last level is 20-way.
+    const W20: bool;
 }
 
 /// Any geometry: the general lookups.
 struct AnyGeom;
 impl Geom for AnyGeom {
     const P8: bool = false;
+    const W20: bool = false;
 }
 
 /// First two levels 8-way with power-of-two set counts (`SetAssoc::is_p8`).
 struct P8Geom;
 impl Geom for P8Geom {
     const P8: bool = true;
+    const W20: bool = false;
+}
+
+/// `P8Geom` with a 20-way last level (`SetAssoc::is_w20`).
+struct P8W20Geom;
+impl Geom for P8W20Geom {
+    const P8: bool = true;
+    const W20: bool = true;
 }
 
 struct Pu {
@@ -796,16 +811,25 @@ impl Simulator {
     fn run_pu(&mut self, p: usize, horizon: f64) {
         // The directory's form, matched once here instead of on every lookup (`dir::Form`).
         // And the first two levels' geometry on a common-shape path (`Geom`).
-        let p8 = self.pus[p]
-            .p3
-            .is_some_and(|f| self.caches[f.l1].cache.is_p8() && self.caches[f.l2].cache.is_p8());
-        match (self.dir.kind(), p8) {
-            (FormKind::Packed, false) => self.run_pu_in::<PackedForm, AnyGeom>(p, horizon),
-            (FormKind::Narrow, false) => self.run_pu_in::<NarrowForm, AnyGeom>(p, horizon),
-            (FormKind::Wide, false) => self.run_pu_in::<WideForm, AnyGeom>(p, horizon),
-            (FormKind::Packed, true) => self.run_pu_in::<PackedForm, P8Geom>(p, horizon),
-            (FormKind::Narrow, true) => self.run_pu_in::<NarrowForm, P8Geom>(p, horizon),
-            (FormKind::Wide, true) => self.run_pu_in::<WideForm, P8Geom>(p, horizon),
+        // 0: any, 1: `P8`, 2: `P8` and `W20`.
+        let geom = self.pus[p].p3.map_or(0, |f| {
+            let c = |k: usize| &self.caches[k].cache;
+            match (c(f.l1).is_p8() && c(f.l2).is_p8(), c(f.l3).is_w20()) {
+                (false, _) => 0,
+                (true, false) => 1,
+                (true, true) => 2,
+            }
+        });
+        match (self.dir.kind(), geom) {
+            (FormKind::Packed, 0) => self.run_pu_in::<PackedForm, AnyGeom>(p, horizon),
+            (FormKind::Narrow, 0) => self.run_pu_in::<NarrowForm, AnyGeom>(p, horizon),
+            (FormKind::Wide, 0) => self.run_pu_in::<WideForm, AnyGeom>(p, horizon),
+            (FormKind::Packed, 1) => self.run_pu_in::<PackedForm, P8Geom>(p, horizon),
+            (FormKind::Narrow, 1) => self.run_pu_in::<NarrowForm, P8Geom>(p, horizon),
+            (FormKind::Wide, 1) => self.run_pu_in::<WideForm, P8Geom>(p, horizon),
+            (FormKind::Packed, _) => self.run_pu_in::<PackedForm, P8W20Geom>(p, horizon),
+            (FormKind::Narrow, _) => self.run_pu_in::<NarrowForm, P8W20Geom>(p, horizon),
+            (FormKind::Wide, _) => self.run_pu_in::<WideForm, P8W20Geom>(p, horizon),
         }
     }
 
@@ -882,7 +906,12 @@ impl Simulator {
                 if let Some(&llc) = path.last() {
                     let c = &self.caches[llc].cache;
                     let base = c.set_of(key);
-                    c.prefetch_in(base);
+                    // With `G::W20` the PU's last level is its `Path3`'s, 20-way.
+                    if G::W20 {
+                        c.prefetch_w20(base);
+                    } else {
+                        c.prefetch_in(base);
+                    }
                     llc_set = (llc, base);
                 }
                 th.ahead_llc[slot] = llc_set;
@@ -898,14 +927,16 @@ impl Simulator {
                 let (llc, base) = th.ahead_llc[slot];
                 if let Some(f) = self.pus[p].p3 {
                     // The common shape: both levels after the first have a directory bit.
-                    if let Some(victim) = self.caches[f.l2].cache.lru(key) {
+                    let c2 = &mut self.caches[f.l2].cache;
+                    let lru2 = if G::P8 { c2.lru_p8(key) } else { c2.lru(key) };
+                    if let Some(victim) = lru2 {
                         dp.fetch(victim);
                     }
                     let c = &self.caches[f.l3].cache;
-                    let lru = if f.l3 == llc {
-                        c.lru_in(base)
-                    } else {
-                        c.lru(key)
+                    let lru = match (f.l3 == llc, G::W20) {
+                        (true, true) => c.lru_w20(base),
+                        (true, false) => c.lru_in(base),
+                        (false, _) => c.lru(key),
                     };
                     if let Some(victim) = lru {
                         dp.fetch(victim);
@@ -939,7 +970,7 @@ impl Simulator {
 
     fn drain(&mut self, ti: usize, p: usize) -> f64 {
         let th = &mut self.threads[ti];
-        let t = th.window.iter().copied().fold(self.pus[p].clock, f64::max);
+        let t = th.window.iter().copied().fold(self.pus[p].clock, later);
         th.window.clear();
         self.pus[p].clock = t;
         t
@@ -1026,11 +1057,11 @@ impl Simulator {
         let mut t = self.pus[p].clock
             + (f64::from(a.compute_cycles) + self.cfg.issue_cycles) * self.cycle_ns;
         if a.dependent {
-            t = t.max(th.last_done);
+            t = later(t, th.last_done);
         }
         if th.window.len() >= mlp {
             if let Some(o) = th.window.pop_front() {
-                t = t.max(o);
+                t = later(t, o);
             }
         }
         th.accesses += 1;
@@ -1248,7 +1279,11 @@ impl Simulator {
             // As in `access_beyond_l1`: start the fetches `next_op` did not start.
             let c = &self.caches[f.l3].cache;
             let base = c.set_of(key);
-            c.prefetch_in(base);
+            if G::W20 {
+                c.prefetch_w20(base);
+            } else {
+                c.prefetch_in(base);
+            }
             self.cur_llc = (f.l3, base);
             self.dir.prefetch::<D>(key);
             let pr = &self.procs[self.threads[ti].proc];
@@ -1286,11 +1321,21 @@ impl Simulator {
         self.stats.probes[2] += 1;
         let base3 = self.set_in(f.l3, key);
         let c3 = &mut self.caches[f.l3].cache;
-        let hit = if c3.touch_in(base3, key).is_some() {
+        let hit3 = if G::W20 {
+            c3.touch_w20(base3, key)
+        } else {
+            c3.touch_in(base3, key)
+        };
+        let hit = if hit3.is_some() {
             Some(2)
         } else {
             if !ahead {
-                if let Some(victim) = c3.lru_in(base3) {
+                let lru3 = if G::W20 {
+                    c3.lru_w20(base3)
+                } else {
+                    c3.lru_in(base3)
+                };
+                if let Some(victim) = lru3 {
                     self.dir.prefetch::<D>(victim);
                 }
             }
@@ -1378,9 +1423,9 @@ impl Simulator {
                             self.stats.invalidations += 1;
                             let n = self.caches[inst].node;
                             if n != node {
-                                far = far.max(self.fabric.latency(node, n));
+                                far = later(far, self.fabric.latency(node, n));
                             } else {
-                                far = far.max(self.cfg.c2c_local_ns);
+                                far = later(far, self.cfg.c2c_local_ns);
                             }
                         }
                         for q in 0..self.caches[inst].inner.len() {
@@ -1392,7 +1437,7 @@ impl Simulator {
                 }
             }
             if hit.is_some() && owner_other.is_none() {
-                lat = lat.max(far);
+                lat = later(lat, far);
             }
             ne.holders = path_bits;
             ne.owner = p as u32 + 1;
@@ -1501,10 +1546,10 @@ impl Simulator {
         }
         let base = self.set_in(f.l3, key);
         let c = &mut self.caches[f.l3].cache;
-        let ev = if 2 < missed {
-            c.fill_absent_in(base, key, SHARED)
-        } else {
-            c.fill(key, SHARED)
+        let ev = match (G::W20, 2 < missed) {
+            (true, true) => c.fill_absent_w20(base, key, SHARED),
+            (false, true) => c.fill_absent_in(base, key, SHARED),
+            (_, false) => c.fill(key, SHARED),
         };
         if let Some(ev) = ev {
             self.evicted_bit::<D, G>(f.b3, ev, t);
@@ -1918,6 +1963,11 @@ mod tests {
             }
             if name == "laso-hpl" {
                 assert_eq!(shaped, m.pus().iter().count(), "laso-hpl: every PU shaped");
+                // ... and on the geometry of `P8W20Geom` (change 23), so that its lookups ran.
+                let sim = Simulator::new(&m, SimConfig::default());
+                let f = sim.pus[0].p3.unwrap();
+                let c = |k: usize| &sim.caches[k].cache;
+                assert!(c(f.l1).is_p8() && c(f.l2).is_p8() && c(f.l3).is_w20());
             }
         }
         assert!(shaped_machines > 0);
