@@ -483,8 +483,19 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
                         st.wanted
                     ),
                 };
+                let last = match &st.last_error {
+                    Some((call, e)) => format!(
+                        " (the last: {call}, {})",
+                        std::io::Error::from_raw_os_error(*e)
+                    ),
+                    None => String::new(),
+                };
+                let vanished = match st.vanished {
+                    0 => String::new(),
+                    n => format!(" ({n} calls on ranges the program had just unmapped)"),
+                };
                 format!(
-                    "uffd agent {} ({}): {} ticks, {} private pages write-protected ({}), {} shared pages unmapped, {} errors, {:.1} ms of cpu in the agent{limited}",
+                    "uffd agent {} ({}): {} ticks, {} private pages write-protected ({}), {} shared pages unmapped, {} errors{last}{vanished}, {:.1} ms of cpu in the agent{limited}",
                     st.state, st.uffd, st.ticks, st.private_rearmed, st.private, st.shared_rearmed, st.errors, st.agent_cpu_ms
                 )
             }

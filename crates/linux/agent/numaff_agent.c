@@ -60,6 +60,9 @@ static struct {
     char status_path[4096];
     uint64_t cursor;   /* page index where the next tick starts, over all eligible pages */
     uint64_t ticks, private_pages, shared_pages, errors, eligible_pages, wanted, limited_ticks;
+    uint64_t vanished; /* calls on a range the program unmapped since the tick read its maps */
+    const char *last_call; /* the last failed call (an error, not a vanished range) and its errno */
+    int last_errno;
     const char *why;   /* why private memory is not re-armed, or NULL */
 } A = {.uffd = -1, .status_fd = -1};
 
@@ -82,14 +85,16 @@ static void status(const char *state) {
     char line[512];
     int n = snprintf(line, sizeof line,
                      "state=%s uffd=%s ticks=%llu eligible_pages=%llu private_rearmed=%llu "
-                     "shared_rearmed=%llu errors=%llu wanted=%llu limited_ticks=%llu budget=%g "
-                     "agent_cpu_ms=%.3f rate=%g tick_ms=%ld private=%s\n",
+                     "shared_rearmed=%llu errors=%llu vanished=%llu wanted=%llu limited_ticks=%llu budget=%g "
+                     "agent_cpu_ms=%.3f last_error=%s:%d rate=%g tick_ms=%ld private=%s\n",
                      state, A.uffd >= 0 ? (A.user_mode_only ? "user-mode-only" : "full") : "none",
                      (unsigned long long)A.ticks, (unsigned long long)A.eligible_pages,
                      (unsigned long long)A.private_pages, (unsigned long long)A.shared_pages,
-                     (unsigned long long)A.errors, (unsigned long long)A.wanted,
+                     (unsigned long long)A.errors, (unsigned long long)A.vanished,
+                     (unsigned long long)A.wanted,
                      (unsigned long long)A.limited_ticks, A.budget,
-                     cpu_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6, A.rate, A.tick_ms,
+                     cpu_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6, A.last_call ? A.last_call : "none",
+                     A.last_errno, A.rate, A.tick_ms,
                      A.why ? A.why : "write-protect");
     /* One write of the same length every time, padded with spaces, never a truncation first: the
      * program may exit (killing this thread) between any two calls, and numaff reads the file
@@ -171,13 +176,33 @@ static int read_ranges(void) {
     return n;
 }
 
+/* Whether [s, s + len) is still mapped whole: msync validates the range (ENOMEM where a part is
+ * unmapped) and, with MS_ASYNC, writes nothing back. */
+static int mapped(uintptr_t s, size_t len) {
+    return msync((void *)s, len, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+/* A failed call: on a range the program unmapped (wholly or in part) since /proc/self/maps was
+ * read it is not an error, only counted: ENOENT from write-protection, ENOMEM from madvise or
+ * registration, EINVAL from registration over a hole. */
+static void failed(const char *call, uintptr_t s, size_t len) {
+    int e = errno;
+    if (e == ENOENT || e == ENOMEM || (e == EINVAL && !mapped(s, len))) {
+        A.vanished++;
+    } else {
+        A.errors++;
+        A.last_call = call;
+        A.last_errno = e;
+    }
+}
+
 static void rearm(uintptr_t s, uintptr_t e, int shared) {
     size_t pages = (e - s) / (size_t)page_size;
     if (shared) {
         if (madvise((void *)s, e - s, MADV_DONTNEED) == 0)
             A.shared_pages += pages;
         else
-            A.errors++;
+            failed("madvise", s, e - s);
         return;
     }
     struct uffdio_writeprotect wp = {.range = {.start = s, .len = e - s},
@@ -185,7 +210,7 @@ static void rearm(uintptr_t s, uintptr_t e, int shared) {
     if (ioctl(A.uffd, UFFDIO_WRITEPROTECT, &wp) == 0)
         A.private_pages += pages;
     else
-        A.errors++;
+        failed("write-protect", s, e - s);
 }
 
 /* The overhead budget's account, earning for this tick: the program's cpu time since the last
@@ -245,7 +270,7 @@ static void tick(void) {
             struct uffdio_register reg = {.range = {.start = r->start, .len = r->end - r->start},
                                           .mode = UFFDIO_REGISTER_MODE_WP};
             if (ioctl(A.uffd, UFFDIO_REGISTER, &reg) != 0) {
-                A.errors++;
+                failed("register", r->start, r->end - r->start);
                 r->end = r->start; /* not eligible this tick */
             }
         }

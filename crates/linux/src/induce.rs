@@ -443,6 +443,10 @@ pub struct AgentStatus {
     pub shared_rearmed: u64,
     /// Failed re-arm or register calls.
     pub errors: u64,
+    /// Calls on a range the program had unmapped meanwhile (not errors).
+    pub vanished: u64,
+    /// The last failed call (`register`, `write-protect`, `madvise`) and its errno, if any.
+    pub last_error: Option<(String, i32)>,
     /// Pages the rate asked to re-arm, in all (more than re-armed when the budget limited it).
     pub wanted: u64,
     /// Ticks at which the budget re-armed fewer pages than the rate asked.
@@ -471,6 +475,13 @@ impl AgentStatus {
                 "private_rearmed" => s.private_rearmed = n(),
                 "shared_rearmed" => s.shared_rearmed = n(),
                 "errors" => s.errors = n(),
+                "vanished" => s.vanished = n(),
+                "last_error" => {
+                    s.last_error = v
+                        .split_once(':')
+                        .filter(|(call, _)| *call != "none")
+                        .and_then(|(call, e)| Some((call.to_string(), e.parse().ok()?)));
+                }
                 "wanted" => s.wanted = n(),
                 "limited_ticks" => s.limited_ticks = n(),
                 "agent_cpu_ms" => s.agent_cpu_ms = v.parse().unwrap_or(0.0),
@@ -721,10 +732,14 @@ mod tests {
     fn parses_the_agent_status_line() {
         let s = AgentStatus::parse(
             "state=on uffd=full ticks=12 eligible_pages=300 private_rearmed=3600 \
-             shared_rearmed=10 errors=0 wanted=4000 limited_ticks=3 budget=0.01 agent_cpu_ms=1.5 rate=1 \
+             shared_rearmed=10 errors=0 vanished=2 wanted=4000 limited_ticks=3 budget=0.01 agent_cpu_ms=1.5 last_error=register:22 \
+             rate=1 \
              tick_ms=100 private=write-protect\n",
         );
         assert_eq!((s.wanted, s.limited_ticks, s.agent_cpu_ms), (4000, 3, 1.5));
+        assert_eq!(s.vanished, 2);
+        assert_eq!(s.last_error, Some(("register".to_string(), 22)));
+        assert_eq!(AgentStatus::parse("last_error=none:0").last_error, None);
         assert_eq!(s.state, "on");
         assert_eq!(s.uffd, "full");
         assert_eq!(
