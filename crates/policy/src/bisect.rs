@@ -181,7 +181,7 @@ fn bisection_with(
         let cap = |a: usize, b: usize| {
             prefix[tree.range(l + 1, b - 1).end] - prefix[tree.range(l + 1, a).start]
         };
-        let all = (k > 2).then(|| tasks.clone());
+        let mut all = (k > 2).then(|| tasks.clone());
         // the children's tasks, by bisection of ranges of siblings
         let mut parts: Vec<Vec<u32>> = vec![Vec::new(); k];
         ranges.push((ch.start, ch.end, tasks));
@@ -193,12 +193,18 @@ fn bisection_with(
             // 3 to PAIRED siblings holding two tasks each (the cores of an L3 with one task per
             // PU): the cut between them is exactly the weight not kept inside pairs, so they get
             // the pairing that keeps the most (`best_pairs`) instead of a chain of bisections,
-            // whose halves only approximate it (the k-way step below still runs)
+            // whose halves only approximate it. Where that pairing is all the vertex's children
+            // and the search was complete, it is optimal: no exchange of the k-way step below can
+            // lower its cut, so that step is skipped (the same parts, in the same order).
             if (3..=PAIRED).contains(&(hi - lo))
                 && tasks.len() == 2 * (hi - lo)
                 && (lo..hi).all(|c| cap(c, c + 1) == 2)
             {
-                for (i, pair) in best_pairs(graph, &tasks, &mut loc).into_iter().enumerate() {
+                let (pairs, complete) = best_pairs(graph, &tasks, &mut loc);
+                if complete && lo == ch.start && hi == ch.end {
+                    all = None;
+                }
+                for (i, pair) in pairs.into_iter().enumerate() {
                     parts[lo - ch.start + i] = pair;
                 }
                 continue;
@@ -334,9 +340,10 @@ impl PairSearch {
 /// the fewest free neighbours, heaviest edge first, or no partner among its neighbours (left-over
 /// tasks are paired in order at the end); the bound adds every free task's heaviest edge to a
 /// free task, halved. At most [`PAIR_NODES`] nodes, then the best found (the first is the greedy
-/// descent). Pairs in order of their lower task;
-/// each pair keeps the order of `tasks`. `loc` is scratch (all `u32::MAX` on entry and on return).
-fn best_pairs(graph: &Graph, tasks: &[u32], loc: &mut [u32]) -> Vec<Vec<u32>> {
+/// descent); with whether the search was complete (then the pairing is optimal). Pairs in order
+/// of their lower task; each pair keeps the order of `tasks`. `loc` is scratch (all `u32::MAX` on
+/// entry and on return).
+fn best_pairs(graph: &Graph, tasks: &[u32], loc: &mut [u32]) -> (Vec<Vec<u32>>, bool) {
     best_pairs_within(graph, tasks, loc, PAIR_NODES)
 }
 
@@ -346,7 +353,7 @@ fn best_pairs_within(
     tasks: &[u32],
     loc: &mut [u32],
     budget: usize,
-) -> Vec<Vec<u32>> {
+) -> (Vec<Vec<u32>>, bool) {
     let n = tasks.len();
     let mut ps = PairSearch {
         w: [[0.0; 2 * PAIRED]; 2 * PAIRED],
@@ -398,7 +405,8 @@ fn best_pairs_within(
         }
     }
     pairs.sort_by_key(|p| p.0);
-    pairs.into_iter().map(|p| p.1).collect()
+    let complete = ps.nodes <= budget;
+    (pairs.into_iter().map(|p| p.1).collect(), complete)
 }
 
 /// Scratch buffers of [`kway_refine`].
@@ -1577,7 +1585,8 @@ mod tests {
 
     /// `best_pairs` searched to the end keeps as much weight inside its pairs as the best of all
     /// pairings (brute force), on random graphs of 4 to 12 tasks among more; every task in one
-    /// pair, `loc` restored; with the default budget on a dense 16-task graph, a valid pairing.
+    /// pair, `loc` restored, and the k-way step changes nothing on it (so skipping it is exact);
+    /// with the default budget on a dense 16-task graph, a valid pairing.
     #[test]
     fn issue6_best_pairs_match_brute_force() {
         let mut rng = SplitMix64::new(66);
@@ -1598,7 +1607,8 @@ mod tests {
             }
             tasks.truncate(k);
             let mut loc = vec![u32::MAX; total];
-            let pairs = best_pairs_within(&g, &tasks, &mut loc, usize::MAX);
+            let (pairs, complete) = best_pairs_within(&g, &tasks, &mut loc, usize::MAX);
+            assert!(complete);
             assert!(loc.iter().all(|&l| l == u32::MAX));
             assert_eq!(pairs.len(), k / 2);
             let mut seen: Vec<u32> = pairs.concat();
@@ -1627,6 +1637,10 @@ mod tests {
                 best
             }
             assert_eq!(kept, all_pairings(&tasks, &w), "round {round}: {pairs:?}");
+            // an optimal pairing leaves the k-way step nothing to do (it is skipped then)
+            let mut again = pairs.clone();
+            kway_refine(&g, &tasks, &mut again, &mut loc, &mut KWork::default());
+            assert_eq!(again, pairs, "round {round}");
         }
         // 16 tasks (dense) within the default budget: a valid pairing
         let mut c = crate::CommMatrix::new(16);
@@ -1638,7 +1652,7 @@ mod tests {
         let g = Graph::from_comm(&c, 16, 16);
         let tasks: Vec<u32> = (0..16).collect();
         let mut loc = vec![u32::MAX; 16];
-        let pairs = best_pairs(&g, &tasks, &mut loc);
+        let (pairs, _) = best_pairs(&g, &tasks, &mut loc);
         let mut seen: Vec<u32> = pairs.concat();
         seen.sort_unstable();
         assert_eq!(seen, tasks);
