@@ -13,7 +13,8 @@
 //! level on the way back; splits of at most [`EXACT`] tasks are enumerated. A vertex with more
 //! than two children then gets a k-way refinement ([`kway_refine`]: Kernighan–Lin-style pairwise
 //! exchanges between its children), since the level's share of the hop cost is the k-way cut,
-//! which the chain of bisections only approximates. A split into equal halves first strips the
+//! which the chain of bisections only approximates; 3-8 siblings holding two tasks each are
+//! paired directly ([`best_pairs`], a maximum-weight pairing: exactly that cut). A split into equal halves first strips the
 //! uniform part of hub edges ([`strip_hubs`], exact), and on request small coarsened splits get one
 //! more V-cycle ([`vcycle`]). On an expander (every bisection cuts a large share of the weight:
 //! random sparse matrices) the splits search less ([`Effort`]: fewer starts, one FM pass per level,
@@ -180,13 +181,32 @@ fn bisection_with(
         let cap = |a: usize, b: usize| {
             prefix[tree.range(l + 1, b - 1).end] - prefix[tree.range(l + 1, a).start]
         };
-        let all = (k > 2).then(|| tasks.clone());
+        let mut all = (k > 2).then(|| tasks.clone());
         // the children's tasks, by bisection of ranges of siblings
         let mut parts: Vec<Vec<u32>> = vec![Vec::new(); k];
         ranges.push((ch.start, ch.end, tasks));
         while let Some((lo, hi, tasks)) = ranges.pop() {
             if hi - lo == 1 {
                 parts[lo - ch.start] = tasks;
+                continue;
+            }
+            // 3 to PAIRED siblings holding two tasks each (the cores of an L3 with one task per
+            // PU): the cut between them is exactly the weight not kept inside pairs, so they get
+            // the pairing that keeps the most (`best_pairs`) instead of a chain of bisections,
+            // whose halves only approximate it. Where that pairing is all the vertex's children
+            // and the search was complete, it is optimal: no exchange of the k-way step below can
+            // lower its cut, so that step is skipped (the same parts, in the same order).
+            if (3..=PAIRED).contains(&(hi - lo))
+                && tasks.len() == 2 * (hi - lo)
+                && (lo..hi).all(|c| cap(c, c + 1) == 2)
+            {
+                let (pairs, complete) = best_pairs(graph, &tasks, &mut loc);
+                if complete && lo == ch.start && hi == ch.end {
+                    all = None;
+                }
+                for (i, pair) in pairs.into_iter().enumerate() {
+                    parts[lo - ch.start + i] = pair;
+                }
                 continue;
             }
             let whole = cap(lo, hi);
@@ -205,6 +225,188 @@ fn bisection_with(
         }
     }
     (leaf_of, wk.effort)
+}
+
+/// Ranges of at most this many sibling vertices with two task slots each are paired by
+/// [`best_pairs`] instead of split in halves (8: the cores of an L3 cache on 16x4x8x2).
+const PAIRED: usize = 8;
+
+/// Search nodes of [`best_pairs`] at most (then the best pairing found so far). Measured on the
+/// `vs_scotch` rows at 64-1024 tasks on 4x8x2 and 16x4x8x2 (README, "Thread mapping
+/// performance"): chains, stencils and random sparse sets of 16 tasks are solved in at most 17,
+/// 198 and 477 nodes (means 17-42), master-worker in up to 2769, while a third of the clustered
+/// ones (cliques of 5-13 tasks, where the bound below is loose by an odd clique's missing pair)
+/// need up to 3·10⁵; 256 keeps those to about the cost of the bisections they replace, at most
+/// 0.01 % of hop cost there.
+const PAIR_NODES: usize = 256;
+
+/// Branch and bound of [`best_pairs`].
+struct PairSearch {
+    w: [[f64; 2 * PAIRED]; 2 * PAIRED],
+    /// Neighbours of each task among the tasks, heaviest first (ties: lower index).
+    nb: [[u8; 2 * PAIRED]; 2 * PAIRED],
+    deg: [usize; 2 * PAIRED],
+    /// Neighbours of each task among the tasks, as a bit set.
+    adj: [u32; 2 * PAIRED],
+    mate: [u8; 2 * PAIRED],
+    best: (f64, [u8; 2 * PAIRED]),
+    nodes: usize,
+    budget: usize,
+}
+
+/// No mate yet: left over, paired in order at the end.
+const ALONE: u8 = u8::MAX;
+
+impl PairSearch {
+    /// The weight kept by `mate` with the left-over tasks of `all` paired in order.
+    fn kept(&self, all: u32) -> f64 {
+        let mut sum = 0.0;
+        let mut lone: Option<usize> = None;
+        let mut bits = all;
+        while bits != 0 {
+            let x = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let m = self.mate[x];
+            if m == ALONE {
+                match lone.take() {
+                    None => lone = Some(x),
+                    Some(l) => sum += self.w[l][x],
+                }
+            } else if (m as usize) > x {
+                sum += self.w[x][m as usize];
+            }
+        }
+        sum
+    }
+
+    fn search(&mut self, all: u32, free: u32, sum: f64) {
+        self.nodes += 1;
+        if self.nodes > self.budget {
+            return;
+        }
+        if free == 0 {
+            let k = self.kept(all);
+            if k > self.best.0 {
+                self.best = (k, self.mate);
+            }
+            return;
+        }
+        // every free task keeps at most its heaviest edge to a free task, each edge counted by
+        // both ends; the task to pair next is the one with the fewest free neighbours (ties: the
+        // lowest), so chains and grids are paired from their ends
+        let mut bound = 0.0;
+        let mut x = usize::MAX;
+        let mut fewest = usize::MAX;
+        let mut bits = free;
+        while bits != 0 {
+            let v = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let cnt = (self.adj[v] & free).count_ones() as usize;
+            if cnt > 0 {
+                // the heaviest free neighbour: the first free one in weight order
+                let mut i = 0;
+                while free >> self.nb[v][i] & 1 == 0 {
+                    i += 1;
+                }
+                bound += self.w[v][self.nb[v][i] as usize];
+            }
+            if cnt < fewest {
+                fewest = cnt;
+                x = v;
+            }
+        }
+        // (left-over pairs may add weight beyond `sum`: they are also reached as pairs, so a
+        // bound on the pairs alone suffices for the optimum)
+        if sum + bound / 2.0 <= self.best.0 {
+            return;
+        }
+        for i in 0..self.deg[x] {
+            let y = self.nb[x][i] as usize;
+            if free >> y & 1 == 1 {
+                self.mate[x] = y as u8;
+                self.mate[y] = x as u8;
+                self.search(all, free & !(1 << x) & !(1 << y), sum + self.w[x][y]);
+                self.mate[y] = ALONE;
+            }
+        }
+        self.mate[x] = ALONE;
+        self.search(all, free & !(1 << x), sum);
+    }
+}
+
+/// The pairing of `tasks` (an even number, at most `2 * PAIRED`) that keeps the most weight
+/// inside the pairs, i.e. cuts the least between them (a maximum-weight perfect matching, here
+/// on at most 16 tasks): a depth-first branch and bound over the partners of the free task with
+/// the fewest free neighbours, heaviest edge first, or no partner among its neighbours (left-over
+/// tasks are paired in order at the end); the bound adds every free task's heaviest edge to a
+/// free task, halved. At most [`PAIR_NODES`] nodes, then the best found (the first is the greedy
+/// descent); with whether the search was complete (then the pairing is optimal). Pairs in order
+/// of their lower task; each pair keeps the order of `tasks`. `loc` is scratch (all `u32::MAX` on
+/// entry and on return).
+fn best_pairs(graph: &Graph, tasks: &[u32], loc: &mut [u32]) -> (Vec<Vec<u32>>, bool) {
+    best_pairs_within(graph, tasks, loc, PAIR_NODES)
+}
+
+/// [`best_pairs`] with at most `budget` search nodes.
+fn best_pairs_within(
+    graph: &Graph,
+    tasks: &[u32],
+    loc: &mut [u32],
+    budget: usize,
+) -> (Vec<Vec<u32>>, bool) {
+    let n = tasks.len();
+    let mut ps = PairSearch {
+        w: [[0.0; 2 * PAIRED]; 2 * PAIRED],
+        nb: [[0; 2 * PAIRED]; 2 * PAIRED],
+        deg: [0; 2 * PAIRED],
+        adj: [0; 2 * PAIRED],
+        mate: [ALONE; 2 * PAIRED],
+        best: (f64::NEG_INFINITY, [ALONE; 2 * PAIRED]),
+        nodes: 0,
+        budget,
+    };
+    for (i, &t) in tasks.iter().enumerate() {
+        loc[t as usize] = i as u32;
+    }
+    for (x, &t) in tasks.iter().enumerate() {
+        for (y, v) in graph.row(t as usize) {
+            let ly = loc[y];
+            if ly != u32::MAX && ly as usize != x {
+                ps.w[x][ly as usize] += v;
+            }
+        }
+    }
+    for &t in tasks {
+        loc[t as usize] = u32::MAX;
+    }
+    for x in 0..n {
+        let mut ys: Vec<usize> = (0..n).filter(|&y| y != x && ps.w[x][y] > 0.0).collect();
+        ys.sort_by(|&a, &b| ps.w[x][b].total_cmp(&ps.w[x][a]).then(a.cmp(&b)));
+        ps.deg[x] = ys.len();
+        for (i, &y) in ys.iter().enumerate() {
+            ps.nb[x][i] = y as u8;
+        }
+        ps.adj[x] = ys.iter().fold(0, |m, &y| m | 1 << y);
+    }
+    let all = if n == 0 { 0 } else { u32::MAX >> (32 - n) };
+    ps.search(all, all, 0.0);
+    let mate = ps.best.1;
+    let mut pairs = Vec::with_capacity(n / 2);
+    let mut lone: Option<usize> = None;
+    for x in 0..n {
+        let m = mate[x];
+        if m == ALONE {
+            match lone.take() {
+                None => lone = Some(x),
+                Some(l) => pairs.push((l, vec![tasks[l], tasks[x]])),
+            }
+        } else if (m as usize) > x {
+            pairs.push((x, vec![tasks[x], tasks[m as usize]]));
+        }
+    }
+    pairs.sort_by_key(|p| p.0);
+    let complete = ps.nodes <= budget;
+    (pairs.into_iter().map(|p| p.1).collect(), complete)
 }
 
 /// Scratch buffers of [`kway_refine`].
@@ -1380,6 +1582,82 @@ fn force_balance(g: &Sub, side: &mut [u8], ca: i64) {
 mod tests {
     use super::*;
     use crate::baselines::SplitMix64;
+
+    /// `best_pairs` searched to the end keeps as much weight inside its pairs as the best of all
+    /// pairings (brute force), on random graphs of 4 to 12 tasks among more; every task in one
+    /// pair, `loc` restored, and the k-way step changes nothing on it (so skipping it is exact);
+    /// with the default budget on a dense 16-task graph, a valid pairing.
+    #[test]
+    fn issue6_best_pairs_match_brute_force() {
+        let mut rng = SplitMix64::new(66);
+        let total = 20;
+        for round in 0..30 {
+            let mut c = crate::CommMatrix::new(total);
+            for _ in 0..40 {
+                let (i, j) = (rng.below(total), rng.below(total));
+                if i != j {
+                    c.add_pair(i, j, 1.0 + rng.below(9) as f64);
+                }
+            }
+            let g = Graph::from_comm(&c, total, total);
+            let k = [4, 6, 8, 10, 12][round % 5];
+            let mut tasks: Vec<u32> = (0..total as u32).collect();
+            for i in (1..total).rev() {
+                tasks.swap(i, rng.below(i + 1));
+            }
+            tasks.truncate(k);
+            let mut loc = vec![u32::MAX; total];
+            let (pairs, complete) = best_pairs_within(&g, &tasks, &mut loc, usize::MAX);
+            assert!(complete);
+            assert!(loc.iter().all(|&l| l == u32::MAX));
+            assert_eq!(pairs.len(), k / 2);
+            let mut seen: Vec<u32> = pairs.concat();
+            seen.sort_unstable();
+            let mut want = tasks.clone();
+            want.sort_unstable();
+            assert_eq!(seen, want);
+            let w = |a: u32, b: u32| {
+                g.row(a as usize)
+                    .filter(|&(y, _)| y == b as usize)
+                    .map(|(_, v)| v)
+                    .sum::<f64>()
+            };
+            let kept: f64 = pairs.iter().map(|p| w(p[0], p[1])).sum();
+            // brute force: every pairing (the first task with each other one, recursively)
+            fn all_pairings(rest: &[u32], w: &dyn Fn(u32, u32) -> f64) -> f64 {
+                if rest.is_empty() {
+                    return 0.0;
+                }
+                let mut best = f64::NEG_INFINITY;
+                for j in 1..rest.len() {
+                    let mut r: Vec<u32> = rest[1..].to_vec();
+                    r.remove(j - 1);
+                    best = best.max(w(rest[0], rest[j]) + all_pairings(&r, w));
+                }
+                best
+            }
+            assert_eq!(kept, all_pairings(&tasks, &w), "round {round}: {pairs:?}");
+            // an optimal pairing leaves the k-way step nothing to do (it is skipped then)
+            let mut again = pairs.clone();
+            kway_refine(&g, &tasks, &mut again, &mut loc, &mut KWork::default());
+            assert_eq!(again, pairs, "round {round}");
+        }
+        // 16 tasks (dense) within the default budget: a valid pairing
+        let mut c = crate::CommMatrix::new(16);
+        for i in 0..16 {
+            for j in i + 1..16 {
+                c.add_pair(i, j, 1.0 + ((i * 7 + j * 3) % 5) as f64);
+            }
+        }
+        let g = Graph::from_comm(&c, 16, 16);
+        let tasks: Vec<u32> = (0..16).collect();
+        let mut loc = vec![u32::MAX; 16];
+        let (pairs, _) = best_pairs(&g, &tasks, &mut loc);
+        let mut seen: Vec<u32> = pairs.concat();
+        seen.sort_unstable();
+        assert_eq!(seen, tasks);
+        assert!(pairs.iter().all(|p| p.len() == 2));
+    }
 
     /// The gain structure gives the same best move as a brute-force scan (highest gain, ties the
     /// lowest index) through random inserts, key changes and removals, as a heap (large graphs)

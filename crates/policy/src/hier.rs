@@ -82,6 +82,33 @@ pub(crate) fn spread_slots(tree: &Tree, n: usize) -> Vec<usize> {
     extra.iter().map(|&e| n / p + e).collect()
 }
 
+/// Slots per leaf for `n > P` tasks with the `n mod P` extra ones spread over the children of the
+/// root as in [`spread_slots`] (the first split asks for halves as even as possible) and packed on
+/// the first PUs of each child below, as [`slots`] packs them on the machine's first PUs (the
+/// splits below keep whole PUs' worth of tasks together). On 2x12x2 with 256 tasks (16 extra)
+/// each package gets 128 instead of 136 and 120: the 16x16 stencil is halved straight, 16 edges
+/// instead of 17, where [`spread_slots`] halves it straight too but cuts more below (issue 6,
+/// README "Thread mapping performance").
+pub(crate) fn top_spread_slots(tree: &Tree, n: usize) -> Vec<usize> {
+    let p = tree.pu_count();
+    if n <= p || n.is_multiple_of(p) || tree.depth() == 0 {
+        return slots(tree, n);
+    }
+    let e = n % p;
+    let mut out = vec![n / p; p];
+    let mut cum = 0;
+    for c in tree.children(0, 0) {
+        let r = tree.range(1, c);
+        let len = r.len();
+        let mine = e * (cum + len) / p - e * cum / p;
+        cum += len;
+        for leaf in r.take(mine) {
+            out[leaf] += 1;
+        }
+    }
+    out
+}
+
 /// Shapes of the tree's vertices with `slots` tasks per leaf; equal ids = interchangeable subtrees.
 fn slot_shapes(tree: &Tree, slots: &[usize]) -> Vec<Vec<u32>> {
     let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
@@ -838,8 +865,9 @@ fn valid_placement(tree: &Tree, p: &Placement, n: usize) -> bool {
 
 /// Up to this many tasks, the recursive bisection is computed twice, as it was before (the extra
 /// tasks of `n mod P` on the first PUs, [`slots`], no V-cycle) and with the extra tasks spread
-/// ([`spread_slots`]) and a V-cycle on small coarsened splits (`bisect::vcycle`), and the cheaper
-/// kept; above, only the first. Measured (README, "Thread mapping performance"): the second
+/// ([`spread_slots`]) and a V-cycle on small coarsened splits (`bisect::vcycle`), and a third time
+/// with the extras spread over the root's children only ([`top_spread_slots`], no V-cycle) where
+/// that differs from both, and the cheapest kept; above, only the first. Measured (README, "Thread mapping performance"): the second
 /// closes the shuffled 2-D stencil rows at 256 threads, but above 256 the V-cycles cost 4 % of
 /// the time at 1024 threads for gains of 0.1-1.4 % in five rows, and the spread slots (with them)
 /// make six 2x12x2 rows at 1024-4096 dearer (2-D 4096 shuffled by 3 %) while 17 get cheaper.
@@ -868,10 +896,15 @@ fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placeme
         (grouped, c)
     });
     let spread = spread_slots(tree, n);
-    let mut variants: Vec<(&[usize], bool)> = Vec::with_capacity(2);
+    let top = top_spread_slots(tree, n);
+    let mut variants: Vec<(&[usize], bool)> = Vec::with_capacity(3);
     if n <= BOTH_SPLITS {
         variants.push((sl, false));
         variants.push((&spread, true));
+        // a third shape only where it differs from both (2x12x2: 16 extra tasks on 48 PUs)
+        if top != sl && top != spread {
+            variants.push((&top, false));
+        }
     } else {
         variants.push((sl, false));
     }
@@ -977,5 +1010,55 @@ mod tests {
         let cost = graph_cost(&tree, &graph, &split);
         let expect = no_worse_than_identity_cost(&tree, &graph, split, cost);
         assert_eq!(locality(&tree, &chain, n), expect);
+    }
+
+    /// Top-spread slots: n tasks, ⌊n/P⌋ or ⌈n/P⌉ per PU, the root's children differ by at most
+    /// one task and each child's extras are on its first PUs; on 2x12x2 with a 16x16 stencil (256
+    /// tasks, 16 extra) the third candidate halves the grid straight and makes locality strictly
+    /// cheaper than the grouping and both earlier bisections.
+    #[test]
+    fn issue6_top_spread_slots_close_the_2x12x2_stencil_row() {
+        let m = numaff_machine::spec::resolve("pack:2 core:12 pu:2").unwrap();
+        let tree = Tree::from_machine(&m);
+        let p = tree.pu_count();
+        for n in [p + 1, 64, 256, 1000, 1024] {
+            let s = top_spread_slots(&tree, n);
+            assert_eq!(s.iter().sum::<usize>(), n);
+            assert!(s.iter().all(|&k| k == n / p || k == n.div_ceil(p)));
+            let sums: Vec<usize> = tree
+                .children(0, 0)
+                .map(|c| s[tree.range(1, c)].iter().sum())
+                .collect();
+            assert!(
+                sums.iter().max().unwrap() - sums.iter().min().unwrap() <= 1,
+                "{n}"
+            );
+            for c in tree.children(0, 0) {
+                let r = &s[tree.range(1, c)];
+                assert!(r.windows(2).all(|w| w[0] >= w[1]), "{n}: {r:?}");
+            }
+        }
+        let n = 256;
+        let mut grid = CommMatrix::new(n);
+        for i in 0..n {
+            if i % 16 + 1 < 16 {
+                grid.add_pair(i, i + 1, 100.0);
+            }
+            if i + 16 < n {
+                grid.add_pair(i, i + 16, 100.0);
+            }
+        }
+        let graph = Graph::from_comm(&grid, n, n);
+        let bisected = |slots: &[usize], vcycle: bool| {
+            let leaf_of = crate::bisect::recursive_bisection(&tree, &graph, slots, vcycle);
+            let pl: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
+            graph_cost(&tree, &graph, &pl)
+        };
+        let grouped = hierarchical_graph(&tree, &graph, n, |_| Grouping::Agglomerate);
+        let before = bisected(&slots(&tree, n), false)
+            .min(bisected(&spread_slots(&tree, n), true))
+            .min(graph_cost(&tree, &graph, &grouped));
+        let now = graph_cost(&tree, &graph, &locality(&tree, &grid, n));
+        assert!(now < before, "{now} !< {before}");
     }
 }
