@@ -250,7 +250,7 @@ impl Fabric {
     }
 
     /// Occupies the links from node `from` to node `to` for one line from `t`; returns the waits.
-    #[inline]
+    #[inline(always)]
     pub fn occupy_route(&mut self, t: f64, from: usize, to: usize) -> f64 {
         let mut arrive = t;
         let mut wait = 0.0;

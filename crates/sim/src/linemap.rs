@@ -186,7 +186,7 @@ impl<V: Copy + Default> LineMap<V> {
     }
 
     /// Removes `key`; returns whether it was present.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove(&mut self, key: &u64) -> bool {
         if *key == EMPTY {
             let was = self.max_key.take().is_some();

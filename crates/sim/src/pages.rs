@@ -83,7 +83,7 @@ impl PageTable {
     }
 
     /// The page `vp`, if present.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, vp: u64) -> Option<Page> {
         let e = self.entries[self.index(vp)?];
         if e & PRESENT == 0 {
@@ -102,7 +102,7 @@ impl PageTable {
     }
 
     /// Sets page `vp`, adding it if absent.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, vp: u64, pg: Page) {
         let i = match self.index(vp) {
             Some(i) => i,
