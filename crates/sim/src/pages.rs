@@ -8,6 +8,8 @@
 //! (1 MB for that 1 GiB). The rare `blocked_until` of a page being migrated lives in a side table,
 //! flagged in its entry. The table is never iterated, so its layout cannot leak into the figures.
 
+use std::cell::Cell;
+
 use crate::linemap::LineMap;
 
 /// Pages per chunk (2 MiB of 4 KiB pages).
@@ -30,28 +32,58 @@ pub(crate) struct Page {
     pub(crate) armed: bool,
 }
 
+/// Slots of the chunk memo (`PageTable::memo`): a power of two; 1,024 chunks are 2 GiB of
+/// consecutive 4 KiB pages, so a working set of up to that size keeps all of its chunks there.
+const MEMO: usize = 1 << 10;
+
 /// Present pages by virtual page number (the subset of a map the simulator uses).
-#[derive(Default)]
 pub(crate) struct PageTable {
     /// Chunk number (`vp >> CHUNK_SHIFT`) to the start of its entries in `entries`.
     chunks: LineMap<u64>,
+    /// A direct-mapped memo in front of `chunks` (issue 4, change 25): slot `c % MEMO` holds
+    /// `(c + 1, start)` for the last chunk `c` found there, `(0, 0)` for none. A chunk is
+    /// never removed and its start never changes, so a slot is true until another chunk takes it;
+    /// a lookup whose chunk is not there probes `chunks` as before. `Cell`s, because lookups
+    /// and prefetches take the table by shared reference; a fixed-size array, so that the slot's
+    /// index needs no bounds check.
+    memo: Box<[Cell<(u64, u64)>; MEMO]>,
     /// `CHUNK` entries per chunk; 0 for an absent page.
     entries: Vec<u32>,
     /// `blocked_until` of the pages whose entry has `BLOCKED`.
     blocked: LineMap<f64>,
 }
 
+impl Default for PageTable {
+    fn default() -> Self {
+        PageTable {
+            chunks: LineMap::default(),
+            memo: Box::new(std::array::from_fn(|_| Cell::new((0, 0)))),
+            entries: Vec::new(),
+            blocked: LineMap::default(),
+        }
+    }
+}
+
 impl PageTable {
-    /// The index of `vp`'s entry, if its chunk exists.
+    /// The index of `vp`'s entry, if its chunk exists: from the memo, else from `chunks` (and
+    /// then memoised).
     #[inline]
     fn index(&self, vp: u64) -> Option<usize> {
-        self.chunks
-            .get(&(vp >> CHUNK_SHIFT))
-            .map(|&start| start as usize + (vp as usize & (CHUNK - 1)))
+        let c = vp >> CHUNK_SHIFT;
+        let within = vp as usize & (CHUNK - 1);
+        // In bounds by construction: the memo has `MEMO` slots, a power of two.
+        let slot = &self.memo[c as usize & (MEMO - 1)];
+        let (tag, start) = slot.get();
+        if tag == c + 1 {
+            return Some(start as usize + within);
+        }
+        let start = *self.chunks.get(&c)?;
+        slot.set((c + 1, start));
+        Some(start as usize + within)
     }
 
     /// The page `vp`, if present.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, vp: u64) -> Option<Page> {
         let e = self.entries[self.index(vp)?];
         if e & PRESENT == 0 {
@@ -70,7 +102,7 @@ impl PageTable {
     }
 
     /// Sets page `vp`, adding it if absent.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, vp: u64, pg: Page) {
         let i = match self.index(vp) {
             Some(i) => i,
@@ -146,5 +178,37 @@ mod tests {
             assert_eq!(t.get(vp), Some(pg), "final page {vp}");
         }
         assert_eq!(t.get(1 << 40), None);
+    }
+
+    /// The chunk memo (change 25) under chunks that share its slots: two chunks `MEMO` apart
+    /// alternate in one slot, an absent chunk is looked up in a slot that holds a present one, and
+    /// every page keeps its own entry (fails if the memo's tag is not compared, or is the chunk
+    /// number itself, which would take chunk 0 for the empty slot's).
+    #[test]
+    fn issue4_page_chunk_memo_keeps_colliding_chunks_apart() {
+        let mut t = PageTable::default();
+        let chunk = |c: u64, k: u64| (c << CHUNK_SHIFT) | k;
+        let far = MEMO as u64;
+        let pg = |node: u16| Page {
+            node,
+            blocked_until: 0.0,
+            armed: false,
+        };
+        // An absent chunk 0 while its memo slot is still empty.
+        assert_eq!(t.get(chunk(0, 3)), None);
+        t.insert(chunk(0, 3), pg(1));
+        t.insert(chunk(far, 3), pg(2));
+        t.insert(chunk(3 * far, 5), pg(4));
+        for round in 0..3 {
+            assert_eq!(t.get(chunk(0, 3)), Some(pg(1)), "round {round}");
+            assert_eq!(t.get(chunk(far, 3)), Some(pg(2)), "round {round}");
+            assert_eq!(t.get(chunk(2 * far, 3)), None, "round {round}");
+            assert_eq!(t.get(chunk(far, 4)), None, "round {round}");
+            assert_eq!(t.get(chunk(3 * far, 5)), Some(pg(4)), "round {round}");
+            t.prefetch(chunk(2 * far, 3));
+        }
+        t.insert(chunk(far, 3), pg(7));
+        assert_eq!(t.get(chunk(far, 3)), Some(pg(7)));
+        assert_eq!(t.get(chunk(0, 3)), Some(pg(1)));
     }
 }
