@@ -186,12 +186,28 @@ impl Graph {
 
     /// The graph with vertex `order[i]` renumbered `i` (`order` a permutation of the vertices).
     pub(crate) fn renumbered(&self, order: &[usize]) -> Graph {
-        let mut owner = vec![0usize; order.len()];
+        let mut owner = vec![0u32; order.len()];
         for (i, &x) in order.iter().enumerate() {
-            owner[x] = i;
+            owner[x] = i as u32;
         }
-        let members: Vec<Vec<usize>> = order.iter().map(|&x| vec![x]).collect();
-        self.contract(&owner, &members)
+        let mut out = Graph {
+            off: Vec::with_capacity(order.len() + 1),
+            adj: Vec::with_capacity(self.adj.len()),
+            w: Vec::with_capacity(self.w.len()),
+        };
+        out.off.push(0);
+        let mut row: Vec<(u32, f64)> = Vec::new();
+        for &x in order {
+            row.clear();
+            row.extend(self.row(x).map(|(y, w)| (owner[y], w)));
+            row.sort_unstable_by_key(|e| e.0);
+            for &(y, w) in &row {
+                out.adj.push(y);
+                out.w.push(w);
+            }
+            out.off.push(out.adj.len());
+        }
+        out
     }
 
     /// The quotient graph: vertex `owner[x]` for each `x`, weights summed, edges inside a group

@@ -934,12 +934,19 @@ fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placeme
     // ids from the rest cuts about half the weight, as a random split does: shuffled ids) are
     // renumbered in breadth-first order first, so that the bisection's order start and matching
     // follow the graph (issue 6: shuffled stencils and clusters took 2.5x the time of plain ids).
-    let renumber = (n > BOTH_SPLITS && !ids_follow_graph(graph)).then(|| graph.bfs_order());
+    // Where the breadth-first order does not follow the graph either (an expander: any order's
+    // halves cut a large share), the ids are kept.
+    let renumber = (n > BOTH_SPLITS && !ids_follow_graph(graph))
+        .then(|| {
+            let order = graph.bfs_order();
+            let g2 = graph.renumbered(&order);
+            ids_follow_graph(&g2).then_some((order, g2))
+        })
+        .flatten();
     for (slots, vcycle) in variants {
         let leaf_of = match &renumber {
-            Some(order) => {
-                let g2 = graph.renumbered(order);
-                let l2 = crate::bisect::recursive_bisection(tree, &g2, slots, vcycle);
+            Some((order, g2)) => {
+                let l2 = crate::bisect::recursive_bisection(tree, g2, slots, vcycle);
                 let mut leaf_of = vec![0usize; l2.len()];
                 for (i, &x) in order.iter().enumerate() {
                     leaf_of[x] = l2[i];
@@ -1054,7 +1061,8 @@ mod tests {
     /// bisected as it is, the same stencil under shuffled ids does not and is renumbered in
     /// breadth-first order (a permutation, the same graph: every renumbered edge is an edge of the
     /// original with its weight); locality's placement of the shuffled stencil over 16x4x8x2 is
-    /// the bisection of the renumbered graph, mapped back, and costs no more than the plain one.
+    /// the bisection of the renumbered graph, mapped back, and costs no more than the plain one. A
+    /// random sparse graph, which no order follows, keeps its ids.
     #[test]
     fn issue6_shuffled_ids_are_renumbered_breadth_first() {
         let m = numaff_machine::spec::resolve("pack:16 l3:4 core:8 pu:2").unwrap();
@@ -1119,6 +1127,20 @@ mod tests {
             graph_cost(&tree, &gs, &placed),
         );
         assert!(cs <= cp, "shuffled {cs}, plain {cp}");
+        // a random sparse graph (an expander) is kept as numbered: neither its ids nor the
+        // breadth-first order follow it
+        let mut random = CommMatrix::new(n);
+        for i in 0..n {
+            for _ in 0..4 {
+                let j = rng.below(n);
+                if j != i {
+                    random.add_pair(i, j, 1.0 + rng.below(100) as f64);
+                }
+            }
+        }
+        let g = Graph::from_comm(&random, n, n);
+        assert!(!ids_follow_graph(&g));
+        assert!(!ids_follow_graph(&g.renumbered(&g.bfs_order())));
     }
 
     /// Top-spread slots: n tasks, ⌊n/P⌋ or ⌈n/P⌉ per PU, the root's children differ by at most
