@@ -895,13 +895,20 @@ const RANDOM_IDS: f64 = 0.4;
 /// Whether the ids follow the graph: the first half of the ids against the rest cuts less than
 /// [`RANDOM_IDS`] of the weight.
 fn ids_follow_graph(graph: &Graph) -> bool {
+    order_follows_graph(graph, None)
+}
+
+/// [`ids_follow_graph`] for the vertices at positions `pos` (`None`: their ids).
+fn order_follows_graph(graph: &Graph, pos: Option<&[usize]>) -> bool {
     let n = graph.len();
+    let at = |x: usize| pos.map_or(x, |p| p[x]);
     let (mut cut, mut all) = (0.0, 0.0);
     for x in 0..n {
+        let first = 2 * at(x) < n;
         for (y, w) in graph.row(x) {
             if y > x {
                 all += w;
-                if (2 * x < n) != (2 * y < n) {
+                if first != (2 * at(y) < n) {
                     cut += w;
                 }
             }
@@ -939,8 +946,14 @@ fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placeme
     let renumber = (n > BOTH_SPLITS && !ids_follow_graph(graph))
         .then(|| {
             let order = graph.bfs_order();
-            let g2 = graph.renumbered(&order);
-            ids_follow_graph(&g2).then_some((order, g2))
+            let mut pos = vec![0usize; order.len()];
+            for (i, &x) in order.iter().enumerate() {
+                pos[x] = i;
+            }
+            order_follows_graph(graph, Some(&pos)).then(|| {
+                let g2 = graph.renumbered(&order);
+                (order, g2)
+            })
         })
         .flatten();
     for (slots, vcycle) in variants {
@@ -1140,7 +1153,24 @@ mod tests {
         }
         let g = Graph::from_comm(&random, n, n);
         assert!(!ids_follow_graph(&g));
-        assert!(!ids_follow_graph(&g.renumbered(&g.bfs_order())));
+        let order = g.bfs_order();
+        assert!(!ids_follow_graph(&g.renumbered(&order)));
+        let mut pos = vec![0usize; n];
+        for (i, &x) in order.iter().enumerate() {
+            pos[x] = i;
+        }
+        assert!(!order_follows_graph(&g, Some(&pos)));
+        assert!(order_follows_graph(
+            &gs,
+            Some(&{
+                let o = gs.bfs_order();
+                let mut p = vec![0usize; n];
+                for (i, &x) in o.iter().enumerate() {
+                    p[x] = i;
+                }
+                p
+            })
+        ));
     }
 
     /// Top-spread slots: n tasks, ⌊n/P⌋ or ⌈n/P⌉ per PU, the root's children differ by at most
