@@ -780,6 +780,9 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
 /// Ties keep the grouping's result. Above `GROUPING_MAX` (256) tasks the grouping is computed only
 /// when some task communicates with all others (`has_hub`).
+/// Above `BOTH_SPLITS` (256) tasks, ids that do not follow the graph (shuffled) are renumbered in
+/// breadth-first order before the bisection, unless that order does not follow it either
+/// (`ids_follow_graph`, `Graph::bfs_order`).
 pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
     locality_from(tree, comm, n, None)
 }
