@@ -132,6 +132,84 @@ impl Graph {
         self.w[self.off[x]..self.off[x + 1]].iter().sum()
     }
 
+    /// A breadth-first order of the vertices (Cuthill–McKee without the degree sort): from a
+    /// pseudo-peripheral vertex (the last one reached by a breadth-first search from vertex 0),
+    /// neighbours in row order; a component left over starts at its lowest vertex. Neighbours in
+    /// the graph come close in the order, so that the order itself follows the graph's locality.
+    pub(crate) fn bfs_order(&self) -> Vec<usize> {
+        let n = self.len();
+        let mut seen = vec![false; n];
+        let mut order: Vec<usize> = Vec::with_capacity(n);
+        // the start: the last vertex reached from vertex 0 within its component
+        let mut start = 0;
+        if n > 0 {
+            seen[0] = true;
+            order.push(0);
+            let mut head = 0;
+            while head < order.len() {
+                let x = order[head];
+                head += 1;
+                for (y, _) in self.row(x) {
+                    if !seen[y] {
+                        seen[y] = true;
+                        order.push(y);
+                    }
+                }
+            }
+            start = order.last().copied().unwrap_or(0);
+            seen.iter_mut().for_each(|s| *s = false);
+            order.clear();
+        }
+        let mut next = 0;
+        let mut root = Some(start);
+        while let Some(r) = root {
+            seen[r] = true;
+            order.push(r);
+            let mut head = order.len() - 1;
+            while head < order.len() {
+                let x = order[head];
+                head += 1;
+                for (y, _) in self.row(x) {
+                    if !seen[y] {
+                        seen[y] = true;
+                        order.push(y);
+                    }
+                }
+            }
+            while next < n && seen[next] {
+                next += 1;
+            }
+            root = (next < n).then_some(next);
+        }
+        order
+    }
+
+    /// The graph with vertex `order[i]` renumbered `i` (`order` a permutation of the vertices).
+    pub(crate) fn renumbered(&self, order: &[usize]) -> Graph {
+        let mut owner = vec![0u32; order.len()];
+        for (i, &x) in order.iter().enumerate() {
+            owner[x] = i as u32;
+        }
+        let mut out = Graph {
+            off: Vec::with_capacity(order.len() + 1),
+            adj: Vec::with_capacity(self.adj.len()),
+            w: Vec::with_capacity(self.w.len()),
+        };
+        out.off.push(0);
+        let mut row: Vec<(u32, f64)> = Vec::new();
+        for &x in order {
+            row.clear();
+            row.extend(self.row(x).map(|(y, w)| (owner[y], w)));
+            row.sort_unstable_by_key(|e| e.0);
+            for &(y, w) in &row {
+                out.adj.push(y);
+                out.w.push(w);
+            }
+            out.off.push(out.adj.len());
+        }
+        out
+    }
+
     /// The quotient graph: vertex `owner[x]` for each `x`, weights summed, edges inside a group
     /// dropped; `members[g]` lists the vertices of group `g`.
     pub(crate) fn contract(&self, owner: &[usize], members: &[Vec<usize>]) -> Graph {

@@ -780,6 +780,9 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
 /// Ties keep the grouping's result. Above `GROUPING_MAX` (256) tasks the grouping is computed only
 /// when some task communicates with all others (`has_hub`).
+/// Above `BOTH_SPLITS` (256) tasks, ids that do not follow the graph (shuffled) are renumbered in
+/// breadth-first order before the bisection, unless that order does not follow it either
+/// (`ids_follow_graph`, `Graph::bfs_order`).
 pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
     locality_from(tree, comm, n, None)
 }
@@ -888,6 +891,35 @@ fn has_hub(graph: &Graph, n: usize) -> bool {
     n > 2 && (0..n.min(graph.len())).any(|x| graph.row_len(x) + 1 >= n)
 }
 
+/// Share of the weight from which the split of the first half of the ids from the rest counts as
+/// random (a random balanced split cuts about half of it): such ids are renumbered.
+const RANDOM_IDS: f64 = 0.4;
+
+/// Whether the ids follow the graph: the first half of the ids against the rest cuts less than
+/// [`RANDOM_IDS`] of the weight.
+fn ids_follow_graph(graph: &Graph) -> bool {
+    order_follows_graph(graph, None)
+}
+
+/// [`ids_follow_graph`] for the vertices at positions `pos` (`None`: their ids).
+fn order_follows_graph(graph: &Graph, pos: Option<&[usize]>) -> bool {
+    let n = graph.len();
+    let at = |x: usize| pos.map_or(x, |p| p[x]);
+    let (mut cut, mut all) = (0.0, 0.0);
+    for x in 0..n {
+        let first = 2 * at(x) < n;
+        for (y, w) in graph.row(x) {
+            if y > x {
+                all += w;
+                if first != (2 * at(y) < n) {
+                    cut += w;
+                }
+            }
+        }
+    }
+    cut < RANDOM_IDS * all
+}
+
 fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placement {
     // ties keep the earlier candidate: the grouping, then the split as before
     let mut best: Option<(Placement, f64)> = (n <= GROUPING_MAX || has_hub(graph, n)).then(|| {
@@ -908,8 +940,37 @@ fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placeme
     } else {
         variants.push((sl, false));
     }
+    // Above BOTH_SPLITS tasks, ids that carry no locality (the split of the first half of the
+    // ids from the rest cuts about half the weight, as a random split does: shuffled ids) are
+    // renumbered in breadth-first order first, so that the bisection's order start and matching
+    // follow the graph (issue 6: shuffled stencils and clusters took 2.5x the time of plain ids).
+    // Where the breadth-first order does not follow the graph either (an expander: any order's
+    // halves cut a large share), the ids are kept.
+    let renumber = (n > BOTH_SPLITS && !ids_follow_graph(graph))
+        .then(|| {
+            let order = graph.bfs_order();
+            let mut pos = vec![0usize; order.len()];
+            for (i, &x) in order.iter().enumerate() {
+                pos[x] = i;
+            }
+            order_follows_graph(graph, Some(&pos)).then(|| {
+                let g2 = graph.renumbered(&order);
+                (order, g2)
+            })
+        })
+        .flatten();
     for (slots, vcycle) in variants {
-        let leaf_of = crate::bisect::recursive_bisection(tree, graph, slots, vcycle);
+        let leaf_of = match &renumber {
+            Some((order, g2)) => {
+                let l2 = crate::bisect::recursive_bisection(tree, g2, slots, vcycle);
+                let mut leaf_of = vec![0usize; l2.len()];
+                for (i, &x) in order.iter().enumerate() {
+                    leaf_of[x] = l2[i];
+                }
+                leaf_of
+            }
+            None => crate::bisect::recursive_bisection(tree, graph, slots, vcycle),
+        };
         let split: Placement = leaf_of.iter().take(n).map(|&l| tree.pu(l)).collect();
         let cs = graph_cost(tree, graph, &split);
         if best.as_ref().is_none_or(|(_, bc)| cs < bc * (1.0 - 1e-12)) {
@@ -1010,6 +1071,109 @@ mod tests {
         let cost = graph_cost(&tree, &graph, &split);
         let expect = no_worse_than_identity_cost(&tree, &graph, split, cost);
         assert_eq!(locality(&tree, &chain, n), expect);
+    }
+
+    /// Shuffled ids (issue 6): a 16x8x8 stencil numbered row by row follows its graph and is
+    /// bisected as it is, the same stencil under shuffled ids does not and is renumbered in
+    /// breadth-first order (a permutation, the same graph: every renumbered edge is an edge of the
+    /// original with its weight); locality's placement of the shuffled stencil over 16x4x8x2 is
+    /// the bisection of the renumbered graph, mapped back, and costs no more than the plain one. A
+    /// random sparse graph, which no order follows, keeps its ids.
+    #[test]
+    fn issue6_shuffled_ids_are_renumbered_breadth_first() {
+        let m = numaff_machine::spec::resolve("pack:16 l3:4 core:8 pu:2").unwrap();
+        let tree = Tree::from_machine(&m);
+        let n = 1024;
+        assert!(n > BOTH_SPLITS);
+        let mut rng = crate::baselines::SplitMix64::new(6);
+        let mut perm: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            perm.swap(i, rng.below(i + 1));
+        }
+        let stencil = |p: &dyn Fn(usize) -> usize| {
+            let mut c = CommMatrix::new(n);
+            for x in 0..16 {
+                for y in 0..8 {
+                    for z in 0..8 {
+                        for (dx, dy, dz) in [(1, 0, 0), (0, 1, 0), (0, 0, 1)] {
+                            if x + dx < 16 && y + dy < 8 && z + dz < 8 {
+                                let (a, b) =
+                                    ((x * 8 + y) * 8 + z, ((x + dx) * 8 + y + dy) * 8 + z + dz);
+                                c.add_pair(p(a), p(b), 10.0);
+                            }
+                        }
+                    }
+                }
+            }
+            c
+        };
+        let plain = stencil(&|i| i);
+        let shuffled = stencil(&|i| perm[i]);
+        let gp = Graph::from_comm(&plain, n, n);
+        let gs = Graph::from_comm(&shuffled, n, n);
+        assert!(ids_follow_graph(&gp));
+        assert!(!ids_follow_graph(&gs));
+        let order = gs.bfs_order();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+        let gr = gs.renumbered(&order);
+        let mut edges = 0;
+        for i in 0..n {
+            assert_eq!(gr.row_len(i), gs.row_len(order[i]));
+            for (j, w) in gr.row(i) {
+                assert!(gs.row(order[i]).any(|(y, v)| y == order[j] && v == w));
+                edges += 1;
+            }
+        }
+        assert_eq!(edges, 2 * 3 * 1024 - 2 * (8 * 8 + 16 * 8 + 16 * 8));
+        let sl = slots(&tree, n);
+        let l2 = crate::bisect::recursive_bisection(&tree, &gr, &sl, false);
+        let mut leaf_of = vec![0usize; n];
+        for (i, &x) in order.iter().enumerate() {
+            leaf_of[x] = l2[i];
+        }
+        let split: Placement = leaf_of.iter().map(|&l| tree.pu(l)).collect();
+        let c = graph_cost(&tree, &gs, &split);
+        let expect = no_worse_than_identity_cost(&tree, &gs, split, c);
+        let placed = locality(&tree, &shuffled, n);
+        assert_eq!(placed, expect);
+        let (cp, cs) = (
+            graph_cost(&tree, &gp, &locality(&tree, &plain, n)),
+            graph_cost(&tree, &gs, &placed),
+        );
+        assert!(cs <= cp, "shuffled {cs}, plain {cp}");
+        // a random sparse graph (an expander) is kept as numbered: neither its ids nor the
+        // breadth-first order follow it
+        let mut random = CommMatrix::new(n);
+        for i in 0..n {
+            for _ in 0..4 {
+                let j = rng.below(n);
+                if j != i {
+                    random.add_pair(i, j, 1.0 + rng.below(100) as f64);
+                }
+            }
+        }
+        let g = Graph::from_comm(&random, n, n);
+        assert!(!ids_follow_graph(&g));
+        let order = g.bfs_order();
+        assert!(!ids_follow_graph(&g.renumbered(&order)));
+        let mut pos = vec![0usize; n];
+        for (i, &x) in order.iter().enumerate() {
+            pos[x] = i;
+        }
+        assert!(!order_follows_graph(&g, Some(&pos)));
+        assert!(order_follows_graph(
+            &gs,
+            Some(&{
+                let o = gs.bfs_order();
+                let mut p = vec![0usize; n];
+                for (i, &x) in o.iter().enumerate() {
+                    p[x] = i;
+                }
+                p
+            })
+        ));
     }
 
     /// Top-spread slots: n tasks, ⌊n/P⌋ or ⌈n/P⌉ per PU, the root's children differ by at most
