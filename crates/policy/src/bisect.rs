@@ -236,8 +236,10 @@ const PAIRED: usize = 8;
 /// performance"): chains, stencils and random sparse sets of 16 tasks are solved in at most 17,
 /// 198 and 477 nodes (means 17-42), master-worker in up to 2769, while a third of the clustered
 /// ones (cliques of 5-13 tasks, where the bound below is loose by an odd clique's missing pair)
-/// need up to 3·10⁵; 256 keeps those to about the cost of the bisections they replace, at most
-/// 0.01 % of hop cost there.
+/// needed up to 3·10⁵ before the odd-set bound of [`PairSearch::search`] (since branch
+/// `maptime9`: of the 666 clustered sets at 64-1024 tasks on the three trees, 228 stopped at
+/// 256 nodes before and 2 after, mean 109 → 34 nodes); 256 keeps the rest to about the cost of
+/// the bisections they replace.
 const PAIR_NODES: usize = 256;
 
 /// Branch and bound of [`best_pairs`].
@@ -248,6 +250,13 @@ struct PairSearch {
     deg: [usize; 2 * PAIRED],
     /// Neighbours of each task among the tasks, as a bit set.
     adj: [u32; 2 * PAIRED],
+    /// The components of the strong edges (at least half as heavy as the heaviest edge of
+    /// either end: the cliques of a clustered set) with more than one task, as bit sets.
+    comps: [u32; 2 * PAIRED],
+    ncomps: usize,
+    /// Neighbours of each task of a component outside it, heaviest first.
+    nbo: [[u8; 2 * PAIRED]; 2 * PAIRED],
+    dego: [usize; 2 * PAIRED],
     mate: [u8; 2 * PAIRED],
     best: (f64, [u8; 2 * PAIRED]),
     nodes: usize,
@@ -295,6 +304,7 @@ impl PairSearch {
         // both ends; the task to pair next is the one with the fewest free neighbours (ties: the
         // lowest), so chains and grids are paired from their ends
         let mut bound = 0.0;
+        let mut top = [0.0; 2 * PAIRED];
         let mut x = usize::MAX;
         let mut fewest = usize::MAX;
         let mut bits = free;
@@ -308,7 +318,8 @@ impl PairSearch {
                 while free >> self.nb[v][i] & 1 == 0 {
                     i += 1;
                 }
-                bound += self.w[v][self.nb[v][i] as usize];
+                top[v] = self.w[v][self.nb[v][i] as usize];
+                bound += top[v];
             }
             if cnt < fewest {
                 fewest = cnt;
@@ -317,6 +328,38 @@ impl PairSearch {
         }
         // (left-over pairs may add weight beyond `sum`: they are also reached as pairs, so a
         // bound on the pairs alone suffices for the optimum)
+        if sum + bound / 2.0 <= self.best.0 {
+            return;
+        }
+        // odd sets (the matching polytope's odd-set constraints): of a set S of free tasks with
+        // an odd count, at least one is paired outside S or not at all, and keeps at most its
+        // heaviest edge to a free task outside S; for S the free tasks of each component of the
+        // strong edges (disjoint sets), the least such loss of each odd one is subtracted (valid
+        // for the pairs alone, as the bound above)
+        for &c in &self.comps[..self.ncomps] {
+            let set = c & free;
+            if set.count_ones().is_multiple_of(2) || set.count_ones() == 1 {
+                continue;
+            }
+            let out = free & !set;
+            let mut least = f64::INFINITY;
+            let mut bits = set;
+            while bits != 0 && least > 0.0 {
+                let v = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let mut outside = 0.0;
+                if self.adj[v] & out != 0 {
+                    for &y in &self.nbo[v][..self.dego[v]] {
+                        if out >> y & 1 == 1 {
+                            outside = self.w[v][y as usize];
+                            break;
+                        }
+                    }
+                }
+                least = f64::min(least, top[v] - outside);
+            }
+            bound -= least;
+        }
         if sum + bound / 2.0 <= self.best.0 {
             return;
         }
@@ -339,10 +382,13 @@ impl PairSearch {
 /// on at most 16 tasks): a depth-first branch and bound over the partners of the free task with
 /// the fewest free neighbours, heaviest edge first, or no partner among its neighbours (left-over
 /// tasks are paired in order at the end); the bound adds every free task's heaviest edge to a
-/// free task, halved. At most [`PAIR_NODES`] nodes, then the best found (the first is the greedy
-/// descent); with whether the search was complete (then the pairing is optimal). Pairs in order
-/// of their lower task; each pair keeps the order of `tasks`. `loc` is scratch (all `u32::MAX` on
-/// entry and on return).
+/// free task, halved, less for each odd set of free tasks (within a component of the strong
+/// edges) the least loss of one of them paired outside it (the odd-set constraints of the
+/// matching polytope: Edmonds, "Maximum matching and a polyhedron with 0,1-vertices", 1965).
+/// At most [`PAIR_NODES`] nodes, then the best found (the first is the greedy descent); with
+/// whether the search was complete (then the pairing is optimal). Pairs in order of their lower
+/// task; each pair keeps the order of `tasks`. `loc` is scratch (all `u32::MAX` on entry and on
+/// return).
 fn best_pairs(graph: &Graph, tasks: &[u32], loc: &mut [u32]) -> (Vec<Vec<u32>>, bool) {
     best_pairs_within(graph, tasks, loc, PAIR_NODES)
 }
@@ -360,6 +406,10 @@ fn best_pairs_within(
         nb: [[0; 2 * PAIRED]; 2 * PAIRED],
         deg: [0; 2 * PAIRED],
         adj: [0; 2 * PAIRED],
+        comps: [0; 2 * PAIRED],
+        ncomps: 0,
+        nbo: [[0; 2 * PAIRED]; 2 * PAIRED],
+        dego: [0; 2 * PAIRED],
         mate: [ALONE; 2 * PAIRED],
         best: (f64::NEG_INFINITY, [ALONE; 2 * PAIRED]),
         nodes: 0,
@@ -380,13 +430,66 @@ fn best_pairs_within(
         loc[t as usize] = u32::MAX;
     }
     for x in 0..n {
-        let mut ys: Vec<usize> = (0..n).filter(|&y| y != x && ps.w[x][y] > 0.0).collect();
-        ys.sort_by(|&a, &b| ps.w[x][b].total_cmp(&ps.w[x][a]).then(a.cmp(&b)));
-        ps.deg[x] = ys.len();
-        for (i, &y) in ys.iter().enumerate() {
+        // heaviest first, ties by index: insertion after every heavier or equal one
+        let mut d = 0;
+        for y in (0..n).filter(|&y| y != x && ps.w[x][y] > 0.0) {
+            let mut i = d;
+            while i > 0 && ps.w[x][ps.nb[x][i - 1] as usize] < ps.w[x][y] {
+                ps.nb[x][i] = ps.nb[x][i - 1];
+                i -= 1;
+            }
             ps.nb[x][i] = y as u8;
+            ps.adj[x] |= 1 << y;
+            d += 1;
         }
-        ps.adj[x] = ys.iter().fold(0, |m, &y| m | 1 << y);
+        ps.deg[x] = d;
+    }
+    let heavy = |v: usize| {
+        if ps.deg[v] > 0 {
+            ps.w[v][ps.nb[v][0] as usize]
+        } else {
+            0.0
+        }
+    };
+    let mut strong = [0u32; 2 * PAIRED];
+    for (x, sx) in strong.iter_mut().enumerate().take(n) {
+        for y in 0..n {
+            if ps.w[x][y] > 0.0 && 2.0 * ps.w[x][y] >= f64::max(heavy(x), heavy(y)) {
+                *sx |= 1 << y;
+            }
+        }
+    }
+    let mut seen = 0u32;
+    for x in 0..n {
+        if seen >> x & 1 == 1 {
+            continue;
+        }
+        let (mut comp, mut front) = (1u32 << x, 1u32 << x);
+        while front != 0 {
+            let v = front.trailing_zeros() as usize;
+            front &= front - 1;
+            let new = strong[v] & !comp;
+            comp |= new;
+            front |= new;
+        }
+        seen |= comp;
+        if comp.count_ones() > 1 {
+            ps.comps[ps.ncomps] = comp;
+            ps.ncomps += 1;
+            let mut bits = comp;
+            while bits != 0 {
+                let v = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let mut d = 0;
+                for i in 0..ps.deg[v] {
+                    if comp >> ps.nb[v][i] & 1 == 0 {
+                        ps.nbo[v][d] = ps.nb[v][i];
+                        d += 1;
+                    }
+                }
+                ps.dego[v] = d;
+            }
+        }
     }
     let all = if n == 0 { 0 } else { u32::MAX >> (32 - n) };
     ps.search(all, all, 0.0);
@@ -1587,6 +1690,54 @@ mod tests {
     /// pairings (brute force), on random graphs of 4 to 12 tasks among more; every task in one
     /// pair, `loc` restored, and the k-way step changes nothing on it (so skipping it is exact);
     /// with the default budget on a dense 16-task graph, a valid pairing.
+    #[test]
+    fn issue6_best_pairs_odd_cliques_complete_within_budget() {
+        // sets like the clustered rows' (cliques of odd sizes exchanging 100, light edges of 1-5
+        // between them): the odd-set bound completes the search within `PAIR_NODES`, optimally
+        let mut rng = SplitMix64::new(69);
+        for (round, sizes) in [[5, 5, 3, 1], [7, 3, 3, 1], [5, 3, 3, 3], [7, 5, 1, 1]]
+            .iter()
+            .enumerate()
+        {
+            let total = 14;
+            let mut c = crate::CommMatrix::new(total);
+            let mut start = 0;
+            for &k in sizes {
+                for i in start..start + k {
+                    for j in i + 1..start + k {
+                        c.add_pair(i, j, 100.0);
+                    }
+                }
+                start += k;
+            }
+            for i in 0..total {
+                let j = rng.below(total);
+                if j != i {
+                    c.add_pair(i, j, 1.0 + rng.below(5) as f64);
+                }
+            }
+            let g = Graph::from_comm(&c, total, total);
+            let mut tasks: Vec<u32> = (0..total as u32).collect();
+            for i in (1..total).rev() {
+                tasks.swap(i, rng.below(i + 1));
+            }
+            let mut loc = vec![u32::MAX; total];
+            let (pairs, complete) = best_pairs(&g, &tasks, &mut loc);
+            assert!(complete, "round {round}");
+            let w = |a: u32, b: u32| {
+                g.row(a as usize)
+                    .filter(|&(y, _)| y == b as usize)
+                    .map(|(_, v)| v)
+                    .sum::<f64>()
+            };
+            let kept: f64 = pairs.iter().map(|p| w(p[0], p[1])).sum();
+            // the unbounded search, exact (`issue6_best_pairs_match_brute_force`)
+            let (brute, _) = best_pairs_within(&g, &tasks, &mut loc, usize::MAX);
+            let want: f64 = brute.iter().map(|p| w(p[0], p[1])).sum();
+            assert_eq!(kept, want, "round {round}: {pairs:?}");
+        }
+    }
+
     #[test]
     fn issue6_best_pairs_match_brute_force() {
         let mut rng = SplitMix64::new(66);
