@@ -1724,18 +1724,21 @@ mod tests {
             let mut loc = vec![u32::MAX; total];
             let (pairs, complete) = best_pairs(&g, &tasks, &mut loc);
             assert!(complete, "round {round}");
-            let w = |a: u32, b: u32| {
-                g.row(a as usize)
-                    .filter(|&(y, _)| y == b as usize)
-                    .map(|(_, v)| v)
-                    .sum::<f64>()
-            };
+            let w = |a: u32, b: u32| edge_weight(&g, a, b);
             let kept: f64 = pairs.iter().map(|p| w(p[0], p[1])).sum();
             // the unbounded search, exact (`issue6_best_pairs_match_brute_force`)
             let (brute, _) = best_pairs_within(&g, &tasks, &mut loc, usize::MAX);
             let want: f64 = brute.iter().map(|p| w(p[0], p[1])).sum();
             assert_eq!(kept, want, "round {round}: {pairs:?}");
         }
+    }
+
+    /// The weight of edge (a, b) of `g` (0 where there is none).
+    fn edge_weight(g: &Graph, a: u32, b: u32) -> f64 {
+        g.row(a as usize)
+            .filter(|&(y, _)| y == b as usize)
+            .map(|(_, v)| v)
+            .sum()
     }
 
     #[test]
@@ -1767,12 +1770,7 @@ mod tests {
             let mut want = tasks.clone();
             want.sort_unstable();
             assert_eq!(seen, want);
-            let w = |a: u32, b: u32| {
-                g.row(a as usize)
-                    .filter(|&(y, _)| y == b as usize)
-                    .map(|(_, v)| v)
-                    .sum::<f64>()
-            };
+            let w = |a: u32, b: u32| edge_weight(&g, a, b);
             let kept: f64 = pairs.iter().map(|p| w(p[0], p[1])).sum();
             // brute force: every pairing (the first task with each other one, recursively)
             fn all_pairings(rest: &[u32], w: &dyn Fn(u32, u32) -> f64) -> f64 {

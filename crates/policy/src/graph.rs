@@ -143,19 +143,7 @@ impl Graph {
         // the start: the last vertex reached from vertex 0 within its component
         let mut start = 0;
         if n > 0 {
-            seen[0] = true;
-            order.push(0);
-            let mut head = 0;
-            while head < order.len() {
-                let x = order[head];
-                head += 1;
-                for (y, _) in self.row(x) {
-                    if !seen[y] {
-                        seen[y] = true;
-                        order.push(y);
-                    }
-                }
-            }
+            self.reach(0, &mut seen, &mut order);
             start = order.last().copied().unwrap_or(0);
             seen.iter_mut().for_each(|s| *s = false);
             order.clear();
@@ -163,25 +151,31 @@ impl Graph {
         let mut next = 0;
         let mut root = Some(start);
         while let Some(r) = root {
-            seen[r] = true;
-            order.push(r);
-            let mut head = order.len() - 1;
-            while head < order.len() {
-                let x = order[head];
-                head += 1;
-                for (y, _) in self.row(x) {
-                    if !seen[y] {
-                        seen[y] = true;
-                        order.push(y);
-                    }
-                }
-            }
+            self.reach(r, &mut seen, &mut order);
             while next < n && seen[next] {
                 next += 1;
             }
             root = (next < n).then_some(next);
         }
         order
+    }
+
+    /// Appends to `order` the vertices not `seen` yet that a breadth-first search from `root`
+    /// (not seen) reaches, neighbours in row order, and marks them seen.
+    fn reach(&self, root: usize, seen: &mut [bool], order: &mut Vec<usize>) {
+        seen[root] = true;
+        order.push(root);
+        let mut head = order.len() - 1;
+        while head < order.len() {
+            let x = order[head];
+            head += 1;
+            for (y, _) in self.row(x) {
+                if !seen[y] {
+                    seen[y] = true;
+                    order.push(y);
+                }
+            }
+        }
     }
 
     /// The graph with vertex `order[i]` renumbered `i` (`order` a permutation of the vertices).

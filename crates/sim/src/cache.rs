@@ -531,6 +531,21 @@ impl SetAssoc {
 mod tests {
     use super::*;
 
+    /// The plain model's removal of `tag` from one set (most recent first, 0 for an empty way):
+    /// the later ways move up one, the last becomes empty. Whether it was there.
+    fn model_remove(set: &mut [u64], tag: u64) -> bool {
+        match set.iter().position(|&e| e >> 2 == tag) {
+            Some(k) => {
+                set[k..].rotate_left(1);
+                if let Some(last) = set.last_mut() {
+                    *last = 0;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
     #[test]
     fn issue4_p8_lookups_equal_the_general_ones() {
         // An 8-way cache with 64 sets: `*_p8` on one copy, the general methods on another, the
@@ -648,14 +663,7 @@ mod tests {
                         }
                     }
                     _ => {
-                        let present = match set.iter().position(|&e| e >> 2 == tag) {
-                            Some(k) => {
-                                set[k..].rotate_left(1);
-                                set[ways - 1] = 0;
-                                true
-                            }
-                            None => false,
-                        };
+                        let present = model_remove(set, tag);
                         assert_eq!(c.remove(line), present, "remove {step}");
                     }
                 }
@@ -766,14 +774,7 @@ mod tests {
                         assert_eq!(c.fill(line, st), ev, "fill {step}");
                     }
                     3 => {
-                        let present = match set.iter().position(|&e| e >> 2 == tag) {
-                            Some(k) => {
-                                set[k..].rotate_left(1);
-                                set[ways - 1] = 0;
-                                true
-                            }
-                            None => false,
-                        };
+                        let present = model_remove(set, tag);
                         assert_eq!(c.remove(line), present, "remove {step}");
                     }
                     _ => {
