@@ -2049,6 +2049,73 @@ mod tests {
         assert!(shaped_machines > 0);
     }
 
+    /// One thread on laso-hpl's first PU: a read of one line, `Compute(100_000)` (past the
+    /// first read's miss, so that nothing later waits for it), `n` more reads of that line (first
+    /// level hits), then `tail`. Returns the thread's end (ns), the hardware samples taken (those
+    /// with a latency: not the first touch's fault sample), the first level's hit latency and the
+    /// cycle time.
+    fn one_line(n: usize, tail: &[Op], cfg: SimConfig) -> (f64, u64, f64, f64) {
+        let m = numaff_machine::catalog::load("laso-hpl").unwrap();
+        let mut sim = Simulator::new(&m, cfg);
+        let a = Op::Access(Access::read(0x1000_0000));
+        let mut ops = vec![a, Op::Compute(100_000)];
+        ops.extend(std::iter::repeat_n(a, n));
+        ops.extend_from_slice(tail);
+        let cpu = m.pus().iter().next().unwrap();
+        let spec = ProcessSpec::new("line", DataPolicy::FirstTouch).thread(ThreadSpec::new(
+            "t",
+            cpu,
+            ops.into_iter(),
+        ));
+        sim.spawn(spec).unwrap();
+        sim.run();
+        let mut samples = Vec::new();
+        sim.take_samples(&mut samples);
+        let hw = samples.iter().filter(|s| s.latency_ns.is_some()).count() as u64;
+        let p = sim.threads[0].pu;
+        (sim.threads[0].end, hw, sim.pus[p].lat[0], sim.cycle_ns)
+    }
+
+    /// `run_pu_in` keeps the PU's clock in a local while a thread's accesses run and `step` hands
+    /// it back (issue 4): an op after the accesses must start from the clock they left, and a
+    /// hardware sample's cost must still move it. With the clock written back too late, the
+    /// `Compute` below would start from the time the thread was picked (0), and with a sample's
+    /// cost dropped, sampling would cost nothing.
+    #[test]
+    fn issue4_ops_and_samples_see_the_clock_the_accesses_left() {
+        let n = 2_000;
+        let c = 1_000_000;
+        let (plain, _, lat1, cycle) = one_line(n, &[], SimConfig::default());
+        let (computed, ..) = one_line(n, &[Op::Compute(c)], SimConfig::default());
+        // Without the tail the thread ends when its last hit is done; with it, `c` cycles after
+        // that hit was issued (long after it is done).
+        let want = c as f64 * cycle - lat1;
+        assert!(lat1 > 0.0 && plain > 1_000.0, "{lat1} {plain}");
+        assert!(
+            (computed - plain - want).abs() < 1e-6 * computed,
+            "compute after accesses: {computed} - {plain} != {want}"
+        );
+        // Every sample delays the later accesses by its cost (all hits of one latency, each
+        // cost far above it), so the thread ends that much later in all.
+        let cost = 50.0;
+        let sampled = SimConfig {
+            hw_sampling: Some(HwSampling {
+                period: 10,
+                jitter: 0.0,
+                min_latency_ns: 0.0,
+                cost_ns: cost,
+            }),
+            ..SimConfig::default()
+        };
+        let (with, samples, ..) = one_line(n, &[], sampled);
+        assert_eq!(samples, (n as u64 + 1) / 10, "one sample per 10 accesses");
+        let want = samples as f64 * cost;
+        assert!(
+            (with - plain - want).abs() < 1e-6 * with,
+            "sampling: {with} - {plain} != {samples} x {cost}"
+        );
+    }
+
     /// The access path is generic over the directory's form (`dir::Form`, picked once per
     /// `run_pu`): every form that can hold a machine's directory gives the figures of the form
     /// `new` picks, on every catalog machine, on the common-shape and the general paths.
