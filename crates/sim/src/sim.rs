@@ -174,6 +174,64 @@ struct Pu {
     slice_end: f64,
 }
 
+/// The fixed fields of a PU and of the thread it runs, copied once per thread picked in `run_pu`
+/// (issue 4): the access path reads them from this copy instead of through `self.pus[p]` and
+/// `self.threads[ti]`, whose bounds checks and pointer loads are repeated after every call that
+/// takes `&mut self` (the compiler cannot keep them across it). Nothing here changes while the
+/// thread runs on the PU: `path`, `lat`, `node`, `path_bits`, `n_private` and `p3` are set in `new`,
+/// and a thread's process never changes.
+#[derive(Clone, Copy)]
+struct Cx {
+    /// The PU's index.
+    p: usize,
+    /// The running thread's process (`Thread::proc`).
+    pi: usize,
+    /// Whether that process had pages armed for an induced fault when the thread was picked (if
+    /// not, none is armed until `run_pu` returns: `induce_faults` runs between its calls).
+    armed: bool,
+    node: usize,
+    path_bits: [u64; 2],
+    p3: Option<Path3>,
+    n_private: usize,
+    /// `path.len()`, `path.first()` and `path.last()`.
+    path_len: usize,
+    l1: Option<usize>,
+    llc: Option<usize>,
+    /// `lat[..3]`, zero past the path's end (`lat(pos)` reads `lat` itself beyond).
+    lat3: [f64; 3],
+}
+
+impl Cx {
+    /// The hit latency of path level `pos` (`pus[p].lat[pos]`).
+    #[inline(always)]
+    fn lat(&self, pos: usize, pus: &[Pu]) -> f64 {
+        match self.lat3.get(pos) {
+            Some(&l) => l,
+            None => pus[self.p].lat[pos],
+        }
+    }
+
+    fn of(pu: &Pu, p: usize, pi: usize, armed: bool) -> Self {
+        let mut lat3 = [0.0; 3];
+        for (l, &v) in lat3.iter_mut().zip(&pu.lat) {
+            *l = v;
+        }
+        Cx {
+            p,
+            pi,
+            armed,
+            node: pu.node,
+            path_bits: pu.path_bits,
+            p3: pu.p3,
+            n_private: pu.n_private,
+            path_len: pu.path.len(),
+            l1: pu.path.first().copied(),
+            llc: pu.path.last().copied(),
+            lat3,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Ready,
@@ -837,17 +895,30 @@ impl Simulator {
     fn run_pu_in<D: Form, G: Geom>(&mut self, p: usize, horizon: f64) {
         loop {
             let Some(ti) = self.pick(p) else { return };
+            let pi = self.threads[ti].proc;
+            let cx = Cx::of(&self.pus[p], p, pi, self.procs[pi].armed > 0);
             // Run this thread until the horizon, its slice's end (when others wait), or it stops.
+            // Only `pick` changes the slice's end. The PU's clock is `clock` while accesses run
+            // (`step` takes and returns it), and written back before any other op and every exit.
             let shared = self.pus[p].runq.len() > 1;
+            let slice_end = self.pus[p].slice_end;
+            let mut clock = self.pus[p].clock;
             loop {
-                let clock = self.pus[p].clock;
                 if clock > horizon {
+                    self.pus[p].clock = clock;
                     return;
                 }
-                if shared && clock >= self.pus[p].slice_end {
+                if shared && clock >= slice_end {
+                    self.pus[p].clock = clock;
                     break;
                 }
-                match self.next_op::<D, G>(ti, p) {
+                let op = self.next_op::<D, G>(ti, &cx);
+                if let Some(Op::Access(a)) = op {
+                    clock = self.step::<D, G>(ti, &cx, a, clock);
+                    continue;
+                }
+                self.pus[p].clock = clock;
+                match op {
                     None => {
                         self.finish(ti, p);
                         break;
@@ -863,8 +934,9 @@ impl Simulator {
                             break;
                         }
                     }
-                    Some(Op::Access(a)) => self.step::<D, G>(ti, p, a),
+                    Some(Op::Access(_)) => {}
                 }
+                clock = self.pus[p].clock;
             }
         }
     }
@@ -875,10 +947,9 @@ impl Simulator {
     /// gets the directory slots of its sets' least recently used lines started. Hints only: what
     /// is simulated does not depend on them.
     #[inline]
-    fn next_op<D: Form, G: Geom>(&mut self, ti: usize, p: usize) -> Option<Op> {
+    fn next_op<D: Form, G: Geom>(&mut self, ti: usize, cx: &Cx) -> Option<Op> {
         let th = &mut self.threads[ti];
-        let pi = th.proc;
-        let path = &self.pus[p].path;
+        let pi = cx.pi;
         let fetch = th.l1_misses > 0;
         th.l1_misses = th.l1_misses.saturating_sub(1);
         if !fetch {
@@ -903,7 +974,7 @@ impl Simulator {
                 let key = ((pi as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
                 // The inner levels' tags are small enough to stay in the host's caches.
                 let mut llc_set = NO_SET;
-                if let Some(&llc) = path.last() {
+                if let Some(llc) = cx.llc {
                     let c = &self.caches[llc].cache;
                     let base = c.set_of(key);
                     // With `G::W20` the PU's last level is its `Path3`'s, 20-way.
@@ -925,7 +996,7 @@ impl Simulator {
             if let Op::Access(a) = th.ahead[slot] {
                 let key = ((pi as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
                 let (llc, base) = th.ahead_llc[slot];
-                if let Some(f) = self.pus[p].p3 {
+                if let Some(f) = cx.p3 {
                     // The common shape: both levels after the first have a directory bit.
                     let c2 = &mut self.caches[f.l2].cache;
                     let lru2 = if G::P8 { c2.lru_p8(key) } else { c2.lru(key) };
@@ -942,7 +1013,7 @@ impl Simulator {
                         dp.fetch(victim);
                     }
                 } else {
-                    for &k in path.iter().skip(1) {
+                    for &k in self.pus[cx.p].path.iter().skip(1) {
                         let c = &self.caches[k];
                         if c.bit.is_some() {
                             let lru = if k == llc {
@@ -1051,11 +1122,13 @@ impl Simulator {
         }
     }
 
-    fn step<D: Form, G: Geom>(&mut self, ti: usize, p: usize, a: Access) {
+    /// One access of thread `ti` on PU `cx.p`, whose clock is `clock` (`self.pus[p].clock` is not
+    /// read: `run_pu_in` keeps the clock while accesses run); returns the PU's clock after it.
+    fn step<D: Form, G: Geom>(&mut self, ti: usize, cx: &Cx, a: Access, clock: f64) -> f64 {
+        let p = cx.p;
         let mlp = self.cfg.mlp.max(1);
         let th = &mut self.threads[ti];
-        let mut t = self.pus[p].clock
-            + (f64::from(a.compute_cycles) + self.cfg.issue_cycles) * self.cycle_ns;
+        let mut t = clock + (f64::from(a.compute_cycles) + self.cfg.issue_cycles) * self.cycle_ns;
         if a.dependent {
             t = later(t, th.last_done);
         }
@@ -1065,13 +1138,13 @@ impl Simulator {
             }
         }
         th.accesses += 1;
-        let pi = th.proc;
-        let induced = if self.procs[pi].armed > 0 {
+        // `armed` only falls while `run_pu` runs (`induce_faults` arms pages between its calls).
+        let induced = if cx.armed && self.procs[cx.pi].armed > 0 {
             self.induced_fault(ti, p, t, a.vaddr)
         } else {
             0.0
         };
-        let (lat, mut stall) = self.access::<D, G>(ti, p, t, a);
+        let (lat, mut stall) = self.access::<D, G>(ti, cx, t, a);
         stall += induced;
         if stall > 0.0 {
             self.pus[p].clock = t;
@@ -1081,13 +1154,16 @@ impl Simulator {
         let th = &mut self.threads[ti];
         th.window.push_back(done);
         th.last_done = done;
-        self.pus[p].clock = t;
         if th.sample_countdown != u64::MAX {
             th.sample_countdown -= 1;
             if th.sample_countdown == 0 {
+                // A sample may stall the PU (`hw_sample` adds its cost to the clock).
+                self.pus[p].clock = t;
                 self.hw_sample(ti, p, t, lat, a);
+                return self.pus[p].clock;
             }
         }
+        t
     }
 
     /// Records a sample of thread `ti` on PU `p` at time `t` (what every sampler emits).
@@ -1161,11 +1237,10 @@ impl Simulator {
     /// the code of the other levels, which `access_beyond_l1` holds (one call site, inlined): the
     /// same steps as one loop over the levels, in code the compiler lays out better for the hit.
     #[inline]
-    fn access<D: Form, G: Geom>(&mut self, ti: usize, p: usize, t: f64, a: Access) -> (f64, f64) {
-        let key = ((self.threads[ti].proc as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
+    fn access<D: Form, G: Geom>(&mut self, ti: usize, cx: &Cx, t: f64, a: Access) -> (f64, f64) {
+        let key = ((cx.pi as u64) << ASID_SHIFT) | ((a.vaddr >> 6) & LINE_MASK);
         self.stats.accesses += 1;
-        let pu = &self.pus[p];
-        let first = pu.path.first().and_then(|&k| {
+        let first = cx.l1.and_then(|k| {
             self.stats.probes[0] += 1;
             // With `G::P8` the PU has a `Path3` whose first level is `k` and has no directory bit.
             let st = if G::P8 {
@@ -1182,14 +1257,14 @@ impl Simulator {
             Some((k, st?))
         });
         let Some((k, st)) = first else {
-            return match self.pus[p].p3 {
-                Some(f) => self.access_beyond_l1_3::<D, G>(ti, p, t, a, key, f),
-                None => self.access_beyond_l1::<D, G>(ti, p, t, a, key),
+            return match cx.p3 {
+                Some(f) => self.access_beyond_l1_3::<D, G>(ti, cx, t, a, key, f),
+                None => self.access_beyond_l1::<D, G>(ti, cx, t, a, key),
             };
         };
         self.stats.hits[0] += 1;
-        let lat = pu.lat[0];
-        if !a.write && 0 < pu.n_private {
+        let lat = cx.lat3[0];
+        if !a.write && 0 < cx.n_private {
             return (lat, 0.0);
         }
         if a.write && st == MODIFIED {
@@ -1200,7 +1275,7 @@ impl Simulator {
             self.caches[k].cache.set_state(key, MODIFIED);
             return (lat, 0.0);
         }
-        self.coherent::<D, G>(ti, p, key, t, a.write, Some(0))
+        self.coherent::<D, G>(ti, cx, key, t, a.write, Some(0))
     }
 
     /// The rest of `access` after the first level missed (or when the path has no level): the
@@ -1209,11 +1284,12 @@ impl Simulator {
     fn access_beyond_l1<D: Form, G: Geom>(
         &mut self,
         ti: usize,
-        p: usize,
+        cx: &Cx,
         t: f64,
         a: Access,
         key: u64,
     ) -> (f64, f64) {
+        let p = cx.p;
         let pu = &self.pus[p];
         let mut hit = None;
         for (pos, &k) in pu.path.iter().enumerate().skip(1) {
@@ -1228,7 +1304,7 @@ impl Simulator {
                     self.cur_llc = (llc, base);
                 }
                 self.dir.prefetch::<D>(key);
-                let pr = &self.procs[self.threads[ti].proc];
+                let pr = &self.procs[cx.pi];
                 pr.pages.prefetch(a.vaddr >> pr.page_shift);
             }
             self.stats.probes[pos.min(7)] += 1;
@@ -1256,7 +1332,7 @@ impl Simulator {
                 return (pu.lat[pos], 0.0);
             }
         }
-        self.coherent::<D, G>(ti, p, key, t, a.write, hit)
+        self.coherent::<D, G>(ti, cx, key, t, a.write, hit)
     }
 
     /// `access_beyond_l1` for a PU whose path has the common shape `f` (`Path3`): the same steps
@@ -1266,7 +1342,7 @@ impl Simulator {
     fn access_beyond_l1_3<D: Form, G: Geom>(
         &mut self,
         ti: usize,
-        p: usize,
+        cx: &Cx,
         t: f64,
         a: Access,
         key: u64,
@@ -1286,7 +1362,7 @@ impl Simulator {
             }
             self.cur_llc = (f.l3, base);
             self.dir.prefetch::<D>(key);
-            let pr = &self.procs[self.threads[ti].proc];
+            let pr = &self.procs[cx.pi];
             pr.pages.prefetch(a.vaddr >> pr.page_shift);
         }
         self.stats.probes[1] += 1;
@@ -1307,9 +1383,9 @@ impl Simulator {
                 } else {
                     c1.fill_absent(key, SHARED);
                 }
-                return (self.pus[p].lat[1], 0.0);
+                return (cx.lat3[1], 0.0);
             }
-            return self.coherent::<D, G>(ti, p, key, t, true, Some(1));
+            return self.coherent::<D, G>(ti, cx, key, t, true, Some(1));
         }
         if !ahead {
             let c2 = &mut self.caches[f.l2].cache;
@@ -1345,7 +1421,7 @@ impl Simulator {
         if hit.is_some() {
             self.stats.hits[2] += 1;
         }
-        self.coherent::<D, G>(ti, p, key, t, a.write, hit)
+        self.coherent::<D, G>(ti, cx, key, t, a.write, hit)
     }
 
     /// The first entry of `key`'s set in cache `k`: the one `next_op` computed for the current
@@ -1364,15 +1440,16 @@ impl Simulator {
     fn coherent<D: Form, G: Geom>(
         &mut self,
         ti: usize,
-        p: usize,
+        cx: &Cx,
         key: u64,
         t: f64,
         write: bool,
         hit: Option<usize>,
     ) -> (f64, f64) {
+        let p = cx.p;
         let e = self.dir.get::<D>(key).unwrap_or_default();
-        let node = self.pus[p].node;
-        let path_bits = self.pus[p].path_bits;
+        let node = cx.node;
+        let path_bits = cx.path_bits;
         let others = and_not(e.holders, path_bits);
         let owner = (e.owner as usize).checked_sub(1);
         let owner_other =
@@ -1397,10 +1474,10 @@ impl Simulator {
                 }
             }
             _ => match hit {
-                Some(pos) => lat = self.pus[p].lat[pos],
+                Some(pos) => lat = cx.lat(pos, &self.pus),
                 None => {
                     self.stats.llc_misses += 1;
-                    let (l, s) = self.memory(ti, p, key, t);
+                    let (l, s) = self.memory(ti, cx, key, t);
                     lat = l;
                     stall = s;
                 }
@@ -1442,7 +1519,7 @@ impl Simulator {
             ne.holders = path_bits;
             ne.owner = p as u32 + 1;
             ne.dirty = true;
-            upto = hit.unwrap_or(self.pus[p].path.len()).max(1);
+            upto = hit.unwrap_or(cx.path_len).max(1);
             l1_state = MODIFIED;
         } else {
             if let Some(o) = owner_other {
@@ -1471,17 +1548,17 @@ impl Simulator {
             } else {
                 SHARED
             };
-            upto = hit.unwrap_or(self.pus[p].path.len());
+            upto = hit.unwrap_or(cx.path_len);
         }
         self.dir.insert::<D>(key, ne);
         // The levels before the one that hit (all, on a miss) were probed by `access` and do not
         // hold the line; nothing since has put it there (invalidations and evictions only remove).
         let missed = hit.unwrap_or(usize::MAX);
-        if let Some(f) = self.pus[p].p3 {
+        if let Some(f) = cx.p3 {
             self.fill3::<D, G>(f, key, upto, missed, l1_state, t);
             return (lat, stall);
         }
-        for pos in 0..upto.min(self.pus[p].path.len()) {
+        for pos in 0..upto.min(cx.path_len) {
             let k = self.pus[p].path[pos];
             let st = if pos == 0 { l1_state } else { SHARED };
             let base = self.set_in(k, key);
@@ -1598,9 +1675,8 @@ impl Simulator {
 
     /// A line from memory: page lookup (first touch, induced fault, migration in progress), then the
     /// fabric. Returns (latency, stall before the access).
-    fn memory(&mut self, ti: usize, p: usize, key: u64, t: f64) -> (f64, f64) {
-        let pi = self.threads[ti].proc;
-        let node = self.pus[p].node;
+    fn memory(&mut self, ti: usize, cx: &Cx, key: u64, t: f64) -> (f64, f64) {
+        let (p, pi, node) = (cx.p, cx.pi, cx.node);
         let pr = &mut self.procs[pi];
         let vaddr = (key & LINE_MASK) << 6;
         let vp = vaddr >> pr.page_shift;
@@ -1971,6 +2047,73 @@ mod tests {
             }
         }
         assert!(shaped_machines > 0);
+    }
+
+    /// One thread on laso-hpl's first PU: a read of one line, `Compute(100_000)` (past the
+    /// first read's miss, so that nothing later waits for it), `n` more reads of that line (first
+    /// level hits), then `tail`. Returns the thread's end (ns), the hardware samples taken (those
+    /// with a latency: not the first touch's fault sample), the first level's hit latency and the
+    /// cycle time.
+    fn one_line(n: usize, tail: &[Op], cfg: SimConfig) -> (f64, u64, f64, f64) {
+        let m = numaff_machine::catalog::load("laso-hpl").unwrap();
+        let mut sim = Simulator::new(&m, cfg);
+        let a = Op::Access(Access::read(0x1000_0000));
+        let mut ops = vec![a, Op::Compute(100_000)];
+        ops.extend(std::iter::repeat_n(a, n));
+        ops.extend_from_slice(tail);
+        let cpu = m.pus().iter().next().unwrap();
+        let spec = ProcessSpec::new("line", DataPolicy::FirstTouch).thread(ThreadSpec::new(
+            "t",
+            cpu,
+            ops.into_iter(),
+        ));
+        sim.spawn(spec).unwrap();
+        sim.run();
+        let mut samples = Vec::new();
+        sim.take_samples(&mut samples);
+        let hw = samples.iter().filter(|s| s.latency_ns.is_some()).count() as u64;
+        let p = sim.threads[0].pu;
+        (sim.threads[0].end, hw, sim.pus[p].lat[0], sim.cycle_ns)
+    }
+
+    /// `run_pu_in` keeps the PU's clock in a local while a thread's accesses run and `step` hands
+    /// it back (issue 4): an op after the accesses must start from the clock they left, and a
+    /// hardware sample's cost must still move it. With the clock written back too late, the
+    /// `Compute` below would start from the time the thread was picked (0), and with a sample's
+    /// cost dropped, sampling would cost nothing.
+    #[test]
+    fn issue4_ops_and_samples_see_the_clock_the_accesses_left() {
+        let n = 2_000;
+        let c = 1_000_000;
+        let (plain, _, lat1, cycle) = one_line(n, &[], SimConfig::default());
+        let (computed, ..) = one_line(n, &[Op::Compute(c)], SimConfig::default());
+        // Without the tail the thread ends when its last hit is done; with it, `c` cycles after
+        // that hit was issued (long after it is done).
+        let want = c as f64 * cycle - lat1;
+        assert!(lat1 > 0.0 && plain > 1_000.0, "{lat1} {plain}");
+        assert!(
+            (computed - plain - want).abs() < 1e-6 * computed,
+            "compute after accesses: {computed} - {plain} != {want}"
+        );
+        // Every sample delays the later accesses by its cost (all hits of one latency, each
+        // cost far above it), so the thread ends that much later in all.
+        let cost = 50.0;
+        let sampled = SimConfig {
+            hw_sampling: Some(HwSampling {
+                period: 10,
+                jitter: 0.0,
+                min_latency_ns: 0.0,
+                cost_ns: cost,
+            }),
+            ..SimConfig::default()
+        };
+        let (with, samples, ..) = one_line(n, &[], sampled);
+        assert_eq!(samples, (n as u64 + 1) / 10, "one sample per 10 accesses");
+        let want = samples as f64 * cost;
+        assert!(
+            (with - plain - want).abs() < 1e-6 * with,
+            "sampling: {with} - {plain} != {samples} x {cost}"
+        );
     }
 
     /// The access path is generic over the directory's form (`dir::Form`, picked once per
