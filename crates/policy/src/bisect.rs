@@ -1333,41 +1333,53 @@ impl GainHeap {
 /// corner of a stencil), and [`STARTS`] more starts from evenly spaced seeds (two on small graphs).
 fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     let n = g.len();
-    // (cut, split, whether its refinement pass changed it)
-    let mut best: Option<(f64, Vec<u8>, bool)> = None;
+    // The starts' buffers live in `Work` (no allocation per start): `seen` holds the distinct
+    // grown starts one after the other, `cand` the start being refined, `best` the best so far.
+    let mut seen = std::mem::take(&mut wk.seen);
+    let mut grown = std::mem::take(&mut wk.grown);
+    let mut cand = std::mem::take(&mut wk.cand);
+    seen.clear();
+    // (cut, whether its refinement pass changed it) of the split in `best`
+    let mut best: Option<(f64, bool)> = None;
+    let mut best_side: Vec<u8> = Vec::with_capacity(n);
     // Starts that grow the same partition as an earlier one are refined once (refinement is
     // deterministic, and only a strictly better cut replaces the best).
-    let mut seen: Vec<Vec<u8>> = Vec::new();
-    let mut consider = |side: Vec<u8>, wk: &mut Work| {
+    let mut consider = |side: &[u8], wk: &mut Work| {
         // a cut of 0 cannot be beaten (weights are positive: every cut is at least 0)
-        if seen.contains(&side) || best.as_ref().is_some_and(|(bc, _, _)| *bc == 0.0) {
+        if best.is_some_and(|(bc, _)| bc == 0.0) || seen.chunks_exact(n.max(1)).any(|s| s == side) {
             return;
         }
-        let mut refined = side.clone();
-        seen.push(side);
+        seen.extend_from_slice(side);
+        cand.clear();
+        cand.extend_from_slice(side);
         let mut start_cut = 0.0;
-        let changed = refine_pass(g, &mut refined, ca, tol, 1, Some(&mut start_cut), wk);
+        let changed = refine_pass(g, &mut cand, ca, tol, 1, Some(&mut start_cut), wk);
         // a pass that changed nothing leaves the start's cut, summed by the pass in
         // `Sub::cut`'s order (the same value bit for bit)
-        let c = if changed { g.cut(&refined) } else { start_cut };
-        if best.as_ref().is_none_or(|(bc, _, _)| c < *bc) {
-            best = Some((c, refined, changed));
+        let c = if changed { g.cut(&cand) } else { start_cut };
+        if best.is_none_or(|(bc, _)| c < bc) {
+            best = Some((c, changed));
+            std::mem::swap(&mut best_side, &mut cand);
         }
     };
-    let mut order = vec![1u8; n];
+    grown.clear();
+    grown.resize(n, 1);
     let mut wa = 0;
-    for (o, &vw) in order.iter_mut().zip(&g.vw) {
+    for (o, &vw) in grown.iter_mut().zip(&g.vw) {
         if wa + vw > ca + tol && wa >= ca - tol {
             break;
         }
         *o = 0;
         wa += vw;
     }
-    consider(order, wk);
-    let deg: Vec<f64> = (0..n).map(|x| g.row(x).map(|(_, w)| w).sum()).collect();
+    consider(&grown, wk);
+    let mut deg = std::mem::take(&mut wk.deg);
+    deg.clear();
+    deg.extend((0..n).map(|x| g.row(x).map(|(_, w)| w).sum::<f64>()));
     if !wk.effort.light() {
-        let s = grow(g, &deg, peripheral(g), ca, tol, wk);
-        consider(s, wk);
+        let seed = peripheral(g, wk);
+        grow(g, &deg, seed, ca, tol, wk, &mut grown);
+        consider(&grown, wk);
     }
     let spaced = if wk.effort.light() {
         LIGHT_STARTS
@@ -1376,12 +1388,17 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     };
     let starts = if n > 2 * SMALL { spaced } else { 2 }.min(n);
     for s in 0..starts {
-        let side = grow(g, &deg, s * n / starts, ca, tol, wk);
-        consider(side, wk);
+        grow(g, &deg, s * n / starts, ca, tol, wk, &mut grown);
+        consider(&grown, wk);
     }
-    let Some((_, mut side, changed)) = best else {
+    wk.deg = deg;
+    wk.seen = seen;
+    wk.grown = grown;
+    wk.cand = cand;
+    let Some((_, changed)) = best else {
         return Vec::new();
     };
+    let mut side = best_side;
     // A first pass that changed nothing would be repeated identically (refinement is
     // deterministic) and stop the refinement: only a changed split is refined further.
     let passes = if wk.effort.light() {
@@ -1398,10 +1415,14 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
 
 /// A pseudo-peripheral vertex: the last one reached by a breadth-first search from the last one
 /// reached by a breadth-first search from vertex 0 (ties: lower index).
-fn peripheral(g: &Sub) -> usize {
+fn peripheral(g: &Sub, wk: &mut Work) -> usize {
     let n = g.len();
-    let mut seen = vec![u32::MAX; n];
-    let mut queue: Vec<usize> = Vec::with_capacity(n);
+    let seen = &mut wk.bfs_seen;
+    seen.clear();
+    seen.resize(n, u32::MAX);
+    let queue = &mut wk.bfs_queue;
+    queue.clear();
+    queue.reserve(n);
     let mut far = 0;
     for round in 0..2u32 {
         queue.clear();
@@ -1448,13 +1469,22 @@ struct Work {
     touched: Vec<u32>,
     /// The [`class_of`] cache.
     classes: Vec<(u64, i32)>,
+    /// [`initial`]'s buffers: the distinct grown starts one after the other, the start being
+    /// grown, the start being refined, the vertex degrees; [`peripheral`]'s search.
+    seen: Vec<u8>,
+    grown: Vec<u8>,
+    cand: Vec<u8>,
+    deg: Vec<f64>,
+    bfs_seen: Vec<u32>,
+    bfs_queue: Vec<usize>,
 }
 
 /// Greedy graph growing: side 0 starts as `seed` and takes the vertex that gains most (weight to
 /// side 0 minus weight to side 1) until it weighs about `ca`.
-fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
+fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work, side: &mut Vec<u8>) {
     let n = g.len();
-    let mut side = vec![1u8; n];
+    side.clear();
+    side.resize(n, 1);
     let gain = &mut wk.gain;
     gain.clear();
     gain.extend(deg.iter().map(|d| -d));
@@ -1490,7 +1520,6 @@ fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work) -> 
             }
         }
     }
-    side
 }
 
 /// Fiduccia–Mattheyses passes: single-vertex moves, best first (ties: lower index), each vertex

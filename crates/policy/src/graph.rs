@@ -166,42 +166,77 @@ impl Graph {
         seen[root] = true;
         order.push(root);
         let mut head = order.len() - 1;
-        while head < order.len() {
+        // room for one more write than there are vertices: every neighbour is written at the
+        // end of `order`, which advances only for one not seen yet (branch-free: which is
+        // unpredictable)
+        let mut len = order.len();
+        order.resize(seen.len() + 1, 0);
+        while head < len {
             let x = order[head];
             head += 1;
-            for (y, _) in self.row(x) {
-                if !seen[y] {
-                    seen[y] = true;
-                    order.push(y);
-                }
+            for &y in self.neighbours(x) {
+                let y = y as usize;
+                order[len] = y;
+                len += usize::from(!seen[y]);
+                seen[y] = true;
             }
         }
+        order.truncate(len);
     }
 
-    /// The graph with vertex `order[i]` renumbered `i` (`order` a permutation of the vertices).
+    /// The neighbours of `x` (row order), without their weights.
+    pub(crate) fn neighbours(&self, x: usize) -> &[u32] {
+        &self.adj[self.off[x]..self.off[x + 1]]
+    }
+
+    /// The graph with vertex `order[i]` renumbered `i` (`order` a permutation of the vertices):
+    /// row `i` is row `order[i]` with its neighbours renumbered and sorted, each edge weighing
+    /// what it weighs in that row. Built without sorting, by two counting-sort passes: every
+    /// entry (x, y) is first appended to a scratch row of y's new number, taking the new numbers
+    /// of x in increasing order, then to row x's new number, taking y's in increasing order, so
+    /// that every row comes out sorted.
     pub(crate) fn renumbered(&self, order: &[usize]) -> Graph {
-        let mut owner = vec![0u32; order.len()];
+        let n = order.len();
+        let mut owner = vec![0u32; n];
         for (i, &x) in order.iter().enumerate() {
             owner[x] = i as u32;
         }
-        let mut out = Graph {
-            off: Vec::with_capacity(order.len() + 1),
-            adj: Vec::with_capacity(self.adj.len()),
-            w: Vec::with_capacity(self.w.len()),
-        };
-        out.off.push(0);
-        let mut row: Vec<(u32, f64)> = Vec::new();
-        for &x in order {
-            row.clear();
-            row.extend(self.row(x).map(|(y, w)| (owner[y], w)));
-            row.sort_unstable_by_key(|e| e.0);
-            for &(y, w) in &row {
-                out.adj.push(y);
-                out.w.push(w);
-            }
-            out.off.push(out.adj.len());
+        let m = self.adj.len();
+        // scratch rows: entry (new x, position of the entry in row x), by new y
+        let mut toff = vec![0usize; n + 1];
+        for &y in &self.adj {
+            toff[owner[y as usize] as usize + 1] += 1;
         }
-        out
+        for j in 0..n {
+            toff[j + 1] += toff[j];
+        }
+        let mut fill = toff.clone();
+        let mut src = vec![(0u32, 0usize); m];
+        for (i, &x) in order.iter().enumerate() {
+            for k in self.off[x]..self.off[x + 1] {
+                let j = owner[self.adj[k] as usize] as usize;
+                src[fill[j]] = (i as u32, k);
+                fill[j] += 1;
+            }
+        }
+        let mut off = Vec::with_capacity(n + 1);
+        off.push(0);
+        for &x in order {
+            off.push(off[off.len() - 1] + self.row_len(x));
+        }
+        fill.clear();
+        fill.extend_from_slice(&off[..n]);
+        let mut adj = vec![0u32; m];
+        let mut w = vec![0.0; m];
+        for j in 0..n {
+            for &(i, k) in &src[toff[j]..toff[j + 1]] {
+                let f = &mut fill[i as usize];
+                adj[*f] = j as u32;
+                w[*f] = self.w[k];
+                *f += 1;
+            }
+        }
+        Graph { off, adj, w }
     }
 
     /// The quotient graph: vertex `owner[x]` for each `x`, weights summed, edges inside a group

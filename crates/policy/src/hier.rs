@@ -716,7 +716,16 @@ fn no_worse_than_identity_cost(
     let cost = |p: &Placement| graph_cost(tree, graph, p);
     let mut best_cost = candidate_cost;
     let mut best = candidate;
-    for alt in [baselines::round_robin(tree, n), baselines::compact(tree, n)] {
+    let identity = baselines::round_robin(tree, n);
+    let compact = baselines::compact(tree, n);
+    // where the PUs are numbered in tree order the two are one mapping: its cost once (the second
+    // could not replace the first, whose cost it equals bit for bit)
+    let alts = if identity == compact {
+        vec![identity]
+    } else {
+        vec![identity, compact]
+    };
+    for alt in alts {
         let c = cost(&alt);
         if c < best_cost - 1e-9 * best_cost.abs() {
             best_cost = c;
