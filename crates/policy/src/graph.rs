@@ -184,6 +184,26 @@ impl Graph {
         order.truncate(len);
     }
 
+    /// The weight of the edges between the vertices `x` with `first[x]` and the others, and the
+    /// total weight: each edge once (from its lower end), in row order. Branch-free (whether an
+    /// edge is cut is unpredictable where the halves do not follow the graph): an uncut edge adds
+    /// +0.0, which changes no sum.
+    pub(crate) fn halves_cut(&self, first: &[bool]) -> (f64, f64) {
+        let (mut cut, mut all) = (0.0, 0.0);
+        for (x, &fx) in first.iter().enumerate().take(self.len()) {
+            let r = self.off[x]..self.off[x + 1];
+            for (&y, &w) in self.adj[r.clone()].iter().zip(&self.w[r]) {
+                let y = y as usize;
+                if y > x {
+                    all += w;
+                    let cross = u64::from(fx != first[y]);
+                    cut += f64::from_bits(w.to_bits() & cross.wrapping_neg());
+                }
+            }
+        }
+        (cut, all)
+    }
+
     /// The neighbours of `x` (row order), without their weights.
     pub(crate) fn neighbours(&self, x: usize) -> &[u32] {
         &self.adj[self.off[x]..self.off[x + 1]]

@@ -913,19 +913,11 @@ fn ids_follow_graph(graph: &Graph) -> bool {
 /// [`ids_follow_graph`] for the vertices at positions `pos` (`None`: their ids).
 fn order_follows_graph(graph: &Graph, pos: Option<&[usize]>) -> bool {
     let n = graph.len();
-    let at = |x: usize| pos.map_or(x, |p| p[x]);
-    let (mut cut, mut all) = (0.0, 0.0);
-    for x in 0..n {
-        let first = 2 * at(x) < n;
-        for (y, w) in graph.row(x) {
-            if y > x {
-                all += w;
-                if first != (2 * at(y) < n) {
-                    cut += w;
-                }
-            }
-        }
-    }
+    let first: Vec<bool> = match pos {
+        Some(p) => p.iter().take(n).map(|&i| 2 * i < n).collect(),
+        None => (0..n).map(|x| 2 * x < n).collect(),
+    };
+    let (cut, all) = graph.halves_cut(&first);
     cut < RANDOM_IDS * all
 }
 
