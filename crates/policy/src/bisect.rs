@@ -444,17 +444,21 @@ fn best_pairs_within(
         }
         ps.deg[x] = d;
     }
-    let heavy = |v: usize| {
+    // each task's heaviest edge among the tasks (0 without one)
+    let mut heavy = [0.0; 2 * PAIRED];
+    for (v, h) in heavy.iter_mut().enumerate().take(n) {
         if ps.deg[v] > 0 {
-            ps.w[v][ps.nb[v][0] as usize]
-        } else {
-            0.0
+            *h = ps.w[v][ps.nb[v][0] as usize];
         }
-    };
+    }
     let mut strong = [0u32; 2 * PAIRED];
     for (x, sx) in strong.iter_mut().enumerate().take(n) {
-        for y in 0..n {
-            if ps.w[x][y] > 0.0 && 2.0 * ps.w[x][y] >= f64::max(heavy(x), heavy(y)) {
+        // the neighbours `y` among the tasks (`w[x][y] > 0`), in increasing order
+        let mut bits = ps.adj[x];
+        while bits != 0 {
+            let y = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if 2.0 * ps.w[x][y] >= f64::max(heavy[x], heavy[y]) {
                 *sx |= 1 << y;
             }
         }
@@ -582,6 +586,14 @@ fn kway_refine(
         for x in 0..m {
             let a = part[x] as usize;
             let ax = aff[x * k + a];
+            // only a part that x prefers to its own can give an exchange (below): one pass
+            // over its affinities first, without a branch per part (most tasks prefer none)
+            let prefers = aff[x * k..(x + 1) * k]
+                .iter()
+                .fold(false, |p, &bx| p | !(bx <= ax));
+            if !prefers {
+                continue;
+            }
             let mut best: Option<(f64, usize)> = None;
             let mut scattered = false;
             for b in 0..k {
@@ -1437,25 +1449,26 @@ fn peripheral(g: &Sub, wk: &mut Work) -> usize {
     seen.clear();
     seen.resize(n, u32::MAX);
     let queue = &mut wk.bfs_queue;
-    queue.clear();
-    queue.reserve(n);
     let mut far = 0;
     for round in 0..2u32 {
+        // room for one more write than there are vertices: every neighbour is written at the
+        // end of the queue, which advances only for one not reached yet (branch-free)
         queue.clear();
-        queue.push(far);
+        queue.resize(n + 1, 0);
+        queue[0] = far;
         seen[far] = round;
-        let mut head = 0;
-        while head < queue.len() {
+        let (mut head, mut len) = (0, 1);
+        while head < len {
             let x = queue[head];
             head += 1;
-            for (y, _) in g.row(x) {
-                if seen[y] != round {
-                    seen[y] = round;
-                    queue.push(y);
-                }
+            for &y in &g.adj[g.off[x]..g.off[x + 1]] {
+                let y = y as usize;
+                queue[len] = y;
+                len += usize::from(seen[y] != round);
+                seen[y] = round;
             }
         }
-        far = queue.last().copied().unwrap_or(0);
+        far = queue[len - 1];
     }
     far
 }
