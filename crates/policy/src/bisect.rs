@@ -701,14 +701,18 @@ fn bisect(
     // branch-free filling (whether a neighbour is among `tasks` is unpredictable): every edge
     // is written at `k`, which advances only for the kept ones
     let mut k = 0;
-    for &t in &tasks {
-        for (y, w) in graph.row(t as usize) {
-            let ly = loc[y];
-            sub.adj[k] = ly;
-            sub.w[k] = w;
-            k += usize::from((ly != u32::MAX) & (w > 0.0));
+    {
+        // (the buffers as slices: their lengths stay in registers, not reloaded per edge)
+        let (adj, ws, off) = (&mut sub.adj[..], &mut sub.w[..], &mut sub.off);
+        for &t in &tasks {
+            for (y, w) in graph.row(t as usize) {
+                let ly = loc[y];
+                adj[k] = ly;
+                ws[k] = w;
+                k += usize::from((ly != u32::MAX) & (w > 0.0));
+            }
+            off.push(k);
         }
-        sub.off.push(k);
     }
     sub.adj.truncate(k);
     sub.w.truncate(k);
