@@ -570,6 +570,8 @@ fn kway_refine(
     aff.resize(m * k, 0.0);
     wx.clear();
     wx.resize(m, 0.0);
+    // (the buffers as slices: their lengths stay in registers, not reloaded after each store)
+    let (part, pos, aff, wx) = (&mut part[..], &mut pos[..], &mut aff[..], &mut wx[..]);
     let mut total = 0.0;
     for (x, &t) in all.iter().enumerate() {
         for (y, w) in graph.row(t as usize) {
@@ -1592,6 +1594,8 @@ fn refine_pass(
     gain.resize(n, 0.0);
     locked.clear();
     locked.resize(n, false);
+    // (as slices: their lengths stay in registers, not reloaded after each store)
+    let (gain, locked) = (&mut gain[..], &mut locked[..]);
     for _ in 0..passes {
         let mut wa: i64 = (0..n).filter(|&x| side[x] == 0).map(|x| g.vw[x]).sum();
         heaps[0].reset(n);
