@@ -590,9 +590,13 @@ fn kway_refine(
             let ax = aff[x * k + a];
             // only a part that x prefers to its own can give an exchange (below): one pass
             // over its affinities first, without a branch per part (most tasks prefer none)
-            let prefers = aff[x * k..(x + 1) * k]
-                .iter()
-                .fold(false, |p, &bx| p | !(bx <= ax));
+            // (`bx <= ax` fails exactly where bx is greater or either is NaN)
+            let prefers = aff[x * k..(x + 1) * k].iter().fold(false, |p, bx| {
+                p | matches!(
+                    bx.partial_cmp(&ax),
+                    Some(std::cmp::Ordering::Greater) | None
+                )
+            });
             if !prefers {
                 continue;
             }
