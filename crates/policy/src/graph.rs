@@ -398,4 +398,70 @@ mod tests {
             }
         }
     }
+
+    /// The renumbered graph (filled by two counting sorts) is the one of sorting every renumbered
+    /// row, bit for bit, with each edge weighing what it weighs in its own row; and the
+    /// breadth-first order (appended branch-free) is the one of searches that push each neighbour
+    /// not seen yet. Random sparse matrices with asymmetric cells, several components, isolated
+    /// dummy vertices; random permutations and the breadth-first order.
+    #[test]
+    fn issue6_renumbered_rows_and_bfs_order_as_before() {
+        let mut rng = SplitMix64::new(610);
+        for round in 0..30 {
+            let n = 1 + rng.below(90);
+            let mut c = CommMatrix::new(n);
+            for _ in 0..2 * n {
+                let (i, j) = (rng.below(n), rng.below(n));
+                c.set(i, j, 1.0 + rng.below(7) as f64 / 3.0);
+            }
+            let g = Graph::from_comm(&c, n, n + round % 3);
+            let mut perm: Vec<usize> = (0..g.len()).collect();
+            for i in (1..perm.len()).rev() {
+                perm.swap(i, rng.below(i + 1));
+            }
+            // the breadth-first order as the searches pushed it before (a branch per neighbour)
+            let reach = |root: usize, seen: &mut Vec<bool>, order: &mut Vec<usize>| {
+                seen[root] = true;
+                order.push(root);
+                let mut head = order.len() - 1;
+                while head < order.len() {
+                    let x = order[head];
+                    head += 1;
+                    for (y, _) in g.row(x) {
+                        if !seen[y] {
+                            seen[y] = true;
+                            order.push(y);
+                        }
+                    }
+                }
+            };
+            let (mut seen, mut want) = (vec![false; g.len()], Vec::new());
+            reach(0, &mut seen, &mut want);
+            let start = want.last().copied().unwrap_or(0);
+            seen.fill(false);
+            want.clear();
+            reach(start, &mut seen, &mut want);
+            while let Some(r) = (0..g.len()).find(|&x| !seen[x]) {
+                reach(r, &mut seen, &mut want);
+            }
+            let bfs = g.bfs_order();
+            assert_eq!(bfs, want, "round {round}");
+            for order in [perm, bfs] {
+                let mut owner = vec![0u32; order.len()];
+                for (i, &x) in order.iter().enumerate() {
+                    owner[x] = i as u32;
+                }
+                let r = g.renumbered(&order);
+                assert_eq!(r.len(), g.len());
+                for (i, &x) in order.iter().enumerate() {
+                    let mut want: Vec<(u32, u64)> =
+                        g.row(x).map(|(y, w)| (owner[y], w.to_bits())).collect();
+                    want.sort_unstable_by_key(|e| e.0);
+                    let got: Vec<(u32, u64)> =
+                        r.row(i).map(|(y, w)| (y as u32, w.to_bits())).collect();
+                    assert_eq!(got, want, "round {round} row {i}");
+                }
+            }
+        }
+    }
 }
