@@ -1021,9 +1021,11 @@ fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>, wk: &mut Work) -> (Vec<u32>
     map.resize(n, u32::MAX);
     let cache = &mut wk.classes;
     let mut cn = 0u32;
+    // (as a slice: its length stays in a register, not reloaded after each store)
+    let m = &mut map[..];
     for i in 0..n {
         let x = if side.is_some() { n - 1 - i } else { i };
-        if map[x] != u32::MAX {
+        if m[x] != u32::MAX {
             continue;
         }
         let mut best: Option<(i32, usize)> = None;
@@ -1031,7 +1033,7 @@ fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>, wk: &mut Work) -> (Vec<u32>
             if side.is_some_and(|s| s[x] != s[y]) {
                 continue;
             }
-            if y != x && map[y] == u32::MAX && g.vw[x] + g.vw[y] <= maxw {
+            if y != x && m[y] == u32::MAX && g.vw[x] + g.vw[y] <= maxw {
                 let b = class_of(cache, w);
                 // rows are sorted: on equal classes the lower index (met first) stays
                 if best.is_none_or(|(bb, _)| b > bb) {
@@ -1039,9 +1041,9 @@ fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>, wk: &mut Work) -> (Vec<u32>
                 }
             }
         }
-        map[x] = cn;
+        m[x] = cn;
         if let Some((_, y)) = best {
-            map[y] = cn;
+            m[y] = cn;
         }
         cn += 1;
     }
@@ -1092,6 +1094,8 @@ fn contract(g: &Sub, map: &[u32], cn: usize, wk: &mut Work) -> Sub {
         .unwrap_or(0);
     touched.clear();
     touched.resize(most, 0);
+    // (as slices: their lengths stay in registers, not reloaded after each store)
+    let (acc, touched, members, first) = (&mut acc[..], &mut touched[..], &members[..], &first[..]);
     let mut out = spare.pop().unwrap_or_default();
     out.clear();
     out.off.reserve(cn + 1);
@@ -1161,6 +1165,13 @@ fn order_key(key: f64) -> i64 {
     bits ^ (((bits >> 63) as u64) >> 1) as i64
 }
 
+/// Whether vertex `a` goes before `b` in a [`GainHeap`] with key orders `ord`: higher key, ties
+/// the lower index.
+fn above(ord: &[i64], a: u32, b: u32) -> bool {
+    let (ka, kb) = (ord[a as usize], ord[b as usize]);
+    ka > kb || (ka == kb && a < b)
+}
+
 impl GainHeap {
     /// Empties the heap and sizes it for `n` vertices.
     fn reset(&mut self, n: usize) {
@@ -1196,12 +1207,6 @@ impl GainHeap {
             Some((bo, bv)) if ord < bo || (ord == bo && v > bv) => {}
             _ => self.best = Some((ord, v)),
         }
-    }
-
-    /// Whether `a` goes before `b`: higher key, ties the lower index.
-    fn above(&self, a: u32, b: u32) -> bool {
-        let (ka, kb) = (self.ord[a as usize], self.ord[b as usize]);
-        ka > kb || (ka == kb && a < b)
     }
 
     fn top(&mut self) -> Option<(f64, usize)> {
@@ -1308,45 +1313,51 @@ impl GainHeap {
     }
 
     fn up(&mut self, mut i: usize) {
-        let v = self.heap[i];
+        // (the arrays as slices: their lengths stay in registers, not reloaded after each store)
+        let (heap, pos, ord) = (&mut self.heap[..], &mut self.pos[..], &self.ord[..]);
+        let above = |a: u32, b: u32| above(ord, a, b);
+        let v = heap[i];
         while i > 0 {
             let p = (i - 1) / 2;
-            let u = self.heap[p];
-            if !self.above(v, u) {
+            let u = heap[p];
+            if !above(v, u) {
                 break;
             }
-            self.heap[i] = u;
-            self.pos[u as usize] = i as u32;
+            heap[i] = u;
+            pos[u as usize] = i as u32;
             i = p;
         }
-        self.heap[i] = v;
-        self.pos[v as usize] = i as u32;
+        heap[i] = v;
+        pos[v as usize] = i as u32;
     }
 
     fn down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        let v = self.heap[i];
+        // (as in `up`: the arrays as slices)
+        let (heap, pos, ord) = (&mut self.heap[..], &mut self.pos[..], &self.ord[..]);
+        let above = |a: u32, b: u32| above(ord, a, b);
+        let n = heap.len();
+        let v = heap[i];
         loop {
             let l = 2 * i + 1;
             if l >= n {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && self.above(self.heap[r], self.heap[l]) {
+            let c = if r < n && above(heap[r], heap[l]) {
                 r
             } else {
                 l
             };
-            let u = self.heap[c];
-            if !self.above(u, v) {
+            let u = heap[c];
+            if !above(u, v) {
                 break;
             }
-            self.heap[i] = u;
-            self.pos[u as usize] = i as u32;
+            heap[i] = u;
+            pos[u as usize] = i as u32;
             i = c;
         }
-        self.heap[i] = v;
-        self.pos[v as usize] = i as u32;
+        heap[i] = v;
+        pos[v as usize] = i as u32;
     }
 }
 
@@ -1527,6 +1538,8 @@ fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work, sid
     let gain = &mut wk.gain;
     gain.clear();
     gain.extend(deg.iter().map(|d| -d));
+    // (as slices: their lengths stay in registers, not reloaded after each store)
+    let (gain, side) = (&mut gain[..], &mut side[..]);
     let heap = &mut wk.heaps[0];
     heap.reset(n);
     heap.set(seed, f64::INFINITY);
