@@ -444,17 +444,21 @@ fn best_pairs_within(
         }
         ps.deg[x] = d;
     }
-    let heavy = |v: usize| {
+    // each task's heaviest edge among the tasks (0 without one)
+    let mut heavy = [0.0; 2 * PAIRED];
+    for (v, h) in heavy.iter_mut().enumerate().take(n) {
         if ps.deg[v] > 0 {
-            ps.w[v][ps.nb[v][0] as usize]
-        } else {
-            0.0
+            *h = ps.w[v][ps.nb[v][0] as usize];
         }
-    };
+    }
     let mut strong = [0u32; 2 * PAIRED];
     for (x, sx) in strong.iter_mut().enumerate().take(n) {
-        for y in 0..n {
-            if ps.w[x][y] > 0.0 && 2.0 * ps.w[x][y] >= f64::max(heavy(x), heavy(y)) {
+        // the neighbours `y` among the tasks (`w[x][y] > 0`), in increasing order
+        let mut bits = ps.adj[x];
+        while bits != 0 {
+            let y = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if 2.0 * ps.w[x][y] >= f64::max(heavy[x], heavy[y]) {
                 *sx |= 1 << y;
             }
         }
@@ -566,6 +570,8 @@ fn kway_refine(
     aff.resize(m * k, 0.0);
     wx.clear();
     wx.resize(m, 0.0);
+    // (the buffers as slices: their lengths stay in registers, not reloaded after each store)
+    let (part, pos, aff, wx) = (&mut part[..], &mut pos[..], &mut aff[..], &mut wx[..]);
     let mut total = 0.0;
     for (x, &t) in all.iter().enumerate() {
         for (y, w) in graph.row(t as usize) {
@@ -582,6 +588,18 @@ fn kway_refine(
         for x in 0..m {
             let a = part[x] as usize;
             let ax = aff[x * k + a];
+            // only a part that x prefers to its own can give an exchange (below): one pass
+            // over its affinities first, without a branch per part (most tasks prefer none)
+            // (`bx <= ax` fails exactly where bx is greater or either is NaN)
+            let prefers = aff[x * k..(x + 1) * k].iter().fold(false, |p, bx| {
+                p | matches!(
+                    bx.partial_cmp(&ax),
+                    Some(std::cmp::Ordering::Greater) | None
+                )
+            });
+            if !prefers {
+                continue;
+            }
             let mut best: Option<(f64, usize)> = None;
             let mut scattered = false;
             for b in 0..k {
@@ -689,14 +707,18 @@ fn bisect(
     // branch-free filling (whether a neighbour is among `tasks` is unpredictable): every edge
     // is written at `k`, which advances only for the kept ones
     let mut k = 0;
-    for &t in &tasks {
-        for (y, w) in graph.row(t as usize) {
-            let ly = loc[y];
-            sub.adj[k] = ly;
-            sub.w[k] = w;
-            k += usize::from((ly != u32::MAX) & (w > 0.0));
+    {
+        // (the buffers as slices: their lengths stay in registers, not reloaded per edge)
+        let (adj, ws, off) = (&mut sub.adj[..], &mut sub.w[..], &mut sub.off);
+        for &t in &tasks {
+            for (y, w) in graph.row(t as usize) {
+                let ly = loc[y];
+                adj[k] = ly;
+                ws[k] = w;
+                k += usize::from((ly != u32::MAX) & (w > 0.0));
+            }
+            off.push(k);
         }
-        sub.off.push(k);
     }
     sub.adj.truncate(k);
     sub.w.truncate(k);
@@ -999,9 +1021,11 @@ fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>, wk: &mut Work) -> (Vec<u32>
     map.resize(n, u32::MAX);
     let cache = &mut wk.classes;
     let mut cn = 0u32;
+    // (as a slice: its length stays in a register, not reloaded after each store)
+    let m = &mut map[..];
     for i in 0..n {
         let x = if side.is_some() { n - 1 - i } else { i };
-        if map[x] != u32::MAX {
+        if m[x] != u32::MAX {
             continue;
         }
         let mut best: Option<(i32, usize)> = None;
@@ -1009,7 +1033,7 @@ fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>, wk: &mut Work) -> (Vec<u32>
             if side.is_some_and(|s| s[x] != s[y]) {
                 continue;
             }
-            if y != x && map[y] == u32::MAX && g.vw[x] + g.vw[y] <= maxw {
+            if y != x && m[y] == u32::MAX && g.vw[x] + g.vw[y] <= maxw {
                 let b = class_of(cache, w);
                 // rows are sorted: on equal classes the lower index (met first) stays
                 if best.is_none_or(|(bb, _)| b > bb) {
@@ -1017,9 +1041,9 @@ fn match_in(g: &Sub, maxw: i64, side: Option<&[u8]>, wk: &mut Work) -> (Vec<u32>
                 }
             }
         }
-        map[x] = cn;
+        m[x] = cn;
         if let Some((_, y)) = best {
-            map[y] = cn;
+            m[y] = cn;
         }
         cn += 1;
     }
@@ -1070,6 +1094,8 @@ fn contract(g: &Sub, map: &[u32], cn: usize, wk: &mut Work) -> Sub {
         .unwrap_or(0);
     touched.clear();
     touched.resize(most, 0);
+    // (as slices: their lengths stay in registers, not reloaded after each store)
+    let (acc, touched, members, first) = (&mut acc[..], &mut touched[..], &members[..], &first[..]);
     let mut out = spare.pop().unwrap_or_default();
     out.clear();
     out.off.reserve(cn + 1);
@@ -1139,6 +1165,13 @@ fn order_key(key: f64) -> i64 {
     bits ^ (((bits >> 63) as u64) >> 1) as i64
 }
 
+/// Whether vertex `a` goes before `b` in a [`GainHeap`] with key orders `ord`: higher key, ties
+/// the lower index.
+fn above(ord: &[i64], a: u32, b: u32) -> bool {
+    let (ka, kb) = (ord[a as usize], ord[b as usize]);
+    ka > kb || (ka == kb && a < b)
+}
+
 impl GainHeap {
     /// Empties the heap and sizes it for `n` vertices.
     fn reset(&mut self, n: usize) {
@@ -1174,12 +1207,6 @@ impl GainHeap {
             Some((bo, bv)) if ord < bo || (ord == bo && v > bv) => {}
             _ => self.best = Some((ord, v)),
         }
-    }
-
-    /// Whether `a` goes before `b`: higher key, ties the lower index.
-    fn above(&self, a: u32, b: u32) -> bool {
-        let (ka, kb) = (self.ord[a as usize], self.ord[b as usize]);
-        ka > kb || (ka == kb && a < b)
     }
 
     fn top(&mut self) -> Option<(f64, usize)> {
@@ -1286,45 +1313,51 @@ impl GainHeap {
     }
 
     fn up(&mut self, mut i: usize) {
-        let v = self.heap[i];
+        // (the arrays as slices: their lengths stay in registers, not reloaded after each store)
+        let (heap, pos, ord) = (&mut self.heap[..], &mut self.pos[..], &self.ord[..]);
+        let above = |a: u32, b: u32| above(ord, a, b);
+        let v = heap[i];
         while i > 0 {
             let p = (i - 1) / 2;
-            let u = self.heap[p];
-            if !self.above(v, u) {
+            let u = heap[p];
+            if !above(v, u) {
                 break;
             }
-            self.heap[i] = u;
-            self.pos[u as usize] = i as u32;
+            heap[i] = u;
+            pos[u as usize] = i as u32;
             i = p;
         }
-        self.heap[i] = v;
-        self.pos[v as usize] = i as u32;
+        heap[i] = v;
+        pos[v as usize] = i as u32;
     }
 
     fn down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        let v = self.heap[i];
+        // (as in `up`: the arrays as slices)
+        let (heap, pos, ord) = (&mut self.heap[..], &mut self.pos[..], &self.ord[..]);
+        let above = |a: u32, b: u32| above(ord, a, b);
+        let n = heap.len();
+        let v = heap[i];
         loop {
             let l = 2 * i + 1;
             if l >= n {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && self.above(self.heap[r], self.heap[l]) {
+            let c = if r < n && above(heap[r], heap[l]) {
                 r
             } else {
                 l
             };
-            let u = self.heap[c];
-            if !self.above(u, v) {
+            let u = heap[c];
+            if !above(u, v) {
                 break;
             }
-            self.heap[i] = u;
-            self.pos[u as usize] = i as u32;
+            heap[i] = u;
+            pos[u as usize] = i as u32;
             i = c;
         }
-        self.heap[i] = v;
-        self.pos[v as usize] = i as u32;
+        heap[i] = v;
+        pos[v as usize] = i as u32;
     }
 }
 
@@ -1333,41 +1366,69 @@ impl GainHeap {
 /// corner of a stencil), and [`STARTS`] more starts from evenly spaced seeds (two on small graphs).
 fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     let n = g.len();
-    // (cut, split, whether its refinement pass changed it)
-    let mut best: Option<(f64, Vec<u8>, bool)> = None;
+    // The starts' buffers live in `Work` (no allocation per start): `seen` holds the distinct
+    // grown starts one after the other, `cand` the start being refined, `best` the best so far.
+    let mut seen = std::mem::take(&mut wk.seen);
+    let mut grown = std::mem::take(&mut wk.grown);
+    let mut cand = std::mem::take(&mut wk.cand);
+    seen.clear();
+    // (cut, whether its refinement pass changed it) of the split in `best`
+    let mut best: Option<(f64, bool)> = None;
+    let mut best_side: Vec<u8> = Vec::with_capacity(n);
+    let mut deg = std::mem::take(&mut wk.deg);
+    deg.clear();
+    deg.extend((0..n).map(|x| g.row(x).map(|(_, w)| w).sum::<f64>()));
+    // twice the total weight (each edge in two rows)
+    let total: f64 = deg.iter().sum();
+    let slack = if total.is_finite() {
+        1e-6 * total
+    } else {
+        f64::INFINITY
+    };
     // Starts that grow the same partition as an earlier one are refined once (refinement is
     // deterministic, and only a strictly better cut replaces the best).
-    let mut seen: Vec<Vec<u8>> = Vec::new();
-    let mut consider = |side: Vec<u8>, wk: &mut Work| {
+    let mut consider = |side: &[u8], wk: &mut Work| {
         // a cut of 0 cannot be beaten (weights are positive: every cut is at least 0)
-        if seen.contains(&side) || best.as_ref().is_some_and(|(bc, _, _)| *bc == 0.0) {
+        if best.is_some_and(|(bc, _)| bc == 0.0) || seen.chunks_exact(n.max(1)).any(|s| s == side) {
             return;
         }
-        let mut refined = side.clone();
-        seen.push(side);
-        let mut start_cut = 0.0;
-        let changed = refine_pass(g, &mut refined, ca, tol, 1, Some(&mut start_cut), wk);
+        seen.extend_from_slice(side);
+        cand.clear();
+        cand.extend_from_slice(side);
+        let mut report = [0.0; 2];
+        let changed = refine_pass(g, &mut cand, ca, tol, 1, Some(&mut report), wk);
+        let [start_cut, kept] = report;
+        // A refined split whose cut, as the start's cut less the kept moves' gains, exceeds the
+        // best one's by more than any rounding of those sums (every term is at most the total
+        // weight, in fewer than 10⁹ operations of relative error 2⁻⁵³ each: far below 10⁻⁶ of
+        // `total`; not finite: no such test) cannot replace it, whichever way its cut is summed:
+        // its exact sum is skipped.
+        if changed && best.is_some_and(|(bc, _)| start_cut - kept > bc + slack) {
+            return;
+        }
         // a pass that changed nothing leaves the start's cut, summed by the pass in
         // `Sub::cut`'s order (the same value bit for bit)
-        let c = if changed { g.cut(&refined) } else { start_cut };
-        if best.as_ref().is_none_or(|(bc, _, _)| c < *bc) {
-            best = Some((c, refined, changed));
+        let c = if changed { g.cut(&cand) } else { start_cut };
+        if best.is_none_or(|(bc, _)| c < bc) {
+            best = Some((c, changed));
+            std::mem::swap(&mut best_side, &mut cand);
         }
     };
-    let mut order = vec![1u8; n];
+    grown.clear();
+    grown.resize(n, 1);
     let mut wa = 0;
-    for (o, &vw) in order.iter_mut().zip(&g.vw) {
+    for (o, &vw) in grown.iter_mut().zip(&g.vw) {
         if wa + vw > ca + tol && wa >= ca - tol {
             break;
         }
         *o = 0;
         wa += vw;
     }
-    consider(order, wk);
-    let deg: Vec<f64> = (0..n).map(|x| g.row(x).map(|(_, w)| w).sum()).collect();
+    consider(&grown, wk);
     if !wk.effort.light() {
-        let s = grow(g, &deg, peripheral(g), ca, tol, wk);
-        consider(s, wk);
+        let seed = peripheral(g, wk);
+        grow(g, &deg, seed, ca, tol, wk, &mut grown);
+        consider(&grown, wk);
     }
     let spaced = if wk.effort.light() {
         LIGHT_STARTS
@@ -1376,12 +1437,17 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
     };
     let starts = if n > 2 * SMALL { spaced } else { 2 }.min(n);
     for s in 0..starts {
-        let side = grow(g, &deg, s * n / starts, ca, tol, wk);
-        consider(side, wk);
+        grow(g, &deg, s * n / starts, ca, tol, wk, &mut grown);
+        consider(&grown, wk);
     }
-    let Some((_, mut side, changed)) = best else {
+    wk.deg = deg;
+    wk.seen = seen;
+    wk.grown = grown;
+    wk.cand = cand;
+    let Some((_, changed)) = best else {
         return Vec::new();
     };
+    let mut side = best_side;
     // A first pass that changed nothing would be repeated identically (refinement is
     // deterministic) and stop the refinement: only a changed split is refined further.
     let passes = if wk.effort.light() {
@@ -1398,27 +1464,32 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
 
 /// A pseudo-peripheral vertex: the last one reached by a breadth-first search from the last one
 /// reached by a breadth-first search from vertex 0 (ties: lower index).
-fn peripheral(g: &Sub) -> usize {
+fn peripheral(g: &Sub, wk: &mut Work) -> usize {
     let n = g.len();
-    let mut seen = vec![u32::MAX; n];
-    let mut queue: Vec<usize> = Vec::with_capacity(n);
+    let seen = &mut wk.bfs_seen;
+    seen.clear();
+    seen.resize(n, u32::MAX);
+    let queue = &mut wk.bfs_queue;
     let mut far = 0;
     for round in 0..2u32 {
+        // room for one more write than there are vertices: every neighbour is written at the
+        // end of the queue, which advances only for one not reached yet (branch-free)
         queue.clear();
-        queue.push(far);
+        queue.resize(n + 1, 0);
+        queue[0] = far;
         seen[far] = round;
-        let mut head = 0;
-        while head < queue.len() {
+        let (mut head, mut len) = (0, 1);
+        while head < len {
             let x = queue[head];
             head += 1;
-            for (y, _) in g.row(x) {
-                if seen[y] != round {
-                    seen[y] = round;
-                    queue.push(y);
-                }
+            for &y in &g.adj[g.off[x]..g.off[x + 1]] {
+                let y = y as usize;
+                queue[len] = y;
+                len += usize::from(seen[y] != round);
+                seen[y] = round;
             }
         }
-        far = queue.last().copied().unwrap_or(0);
+        far = queue[len - 1];
     }
     far
 }
@@ -1448,16 +1519,27 @@ struct Work {
     touched: Vec<u32>,
     /// The [`class_of`] cache.
     classes: Vec<(u64, i32)>,
+    /// [`initial`]'s buffers: the distinct grown starts one after the other, the start being
+    /// grown, the start being refined, the vertex degrees; [`peripheral`]'s search.
+    seen: Vec<u8>,
+    grown: Vec<u8>,
+    cand: Vec<u8>,
+    deg: Vec<f64>,
+    bfs_seen: Vec<u32>,
+    bfs_queue: Vec<usize>,
 }
 
 /// Greedy graph growing: side 0 starts as `seed` and takes the vertex that gains most (weight to
 /// side 0 minus weight to side 1) until it weighs about `ca`.
-fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
+fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work, side: &mut Vec<u8>) {
     let n = g.len();
-    let mut side = vec![1u8; n];
+    side.clear();
+    side.resize(n, 1);
     let gain = &mut wk.gain;
     gain.clear();
     gain.extend(deg.iter().map(|d| -d));
+    // (as slices: their lengths stay in registers, not reloaded after each store)
+    let (gain, side) = (&mut gain[..], &mut side[..]);
     let heap = &mut wk.heaps[0];
     heap.reset(n);
     heap.set(seed, f64::INFINITY);
@@ -1490,7 +1572,6 @@ fn grow(g: &Sub, deg: &[f64], seed: usize, ca: i64, tol: i64, wk: &mut Work) -> 
             }
         }
     }
-    side
 }
 
 /// Fiduccia–Mattheyses passes: single-vertex moves, best first (ties: lower index), each vertex
@@ -1504,14 +1585,16 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
 
 /// [`refine`], returning whether its last pass changed the split (a pass that does not improve it
 /// leaves it as it was); with `start_cut`, the first pass also sums the cut of the split it starts
-/// from there, in the order of [`Sub::cut`] (so the same value bit for bit).
+/// from in `start_cut[0]`, in the order of [`Sub::cut`] (so the same value bit for bit), and leaves
+/// the summed gains of the moves it kept in `start_cut[1]` (0 if none: the start's cut less them
+/// is the kept split's cut up to rounding).
 fn refine_pass(
     g: &Sub,
     side: &mut [u8],
     ca: i64,
     tol: i64,
     passes: usize,
-    mut start_cut: Option<&mut f64>,
+    mut start_cut: Option<&mut [f64; 2]>,
     wk: &mut Work,
 ) -> bool {
     let n = g.len();
@@ -1528,6 +1611,8 @@ fn refine_pass(
     gain.resize(n, 0.0);
     locked.clear();
     locked.resize(n, false);
+    // (as slices: their lengths stay in registers, not reloaded after each store)
+    let (gain, locked) = (&mut gain[..], &mut locked[..]);
     for _ in 0..passes {
         let mut wa: i64 = (0..n).filter(|&x| side[x] == 0).map(|x| g.vw[x]).sum();
         heaps[0].reset(n);
@@ -1537,12 +1622,17 @@ fn refine_pass(
         // Candidates: boundary vertices (an edge to the other side), and every vertex of the
         // heavier side while out of balance; others join when a neighbour moves.
         let heavy: u8 = if start_ok { 2 } else { u8::from(wa < ca) };
-        match start_cut.take() {
-            Some(c) => *c = gains::<true>(g, side, gain, locked, heaps, heavy),
+        let report = start_cut.take();
+        let report = match report {
+            Some(c) => {
+                c[0] = gains::<true>(g, side, gain, locked, heaps, heavy);
+                Some(c)
+            }
             None => {
                 gains::<false>(g, side, gain, locked, heaps, heavy);
+                None
             }
-        }
+        };
         heaps[0].heapify();
         heaps[1].heapify();
         let mut best: Option<(f64, usize)> = start_ok.then_some((0.0, 0));
@@ -1610,6 +1700,9 @@ fn refine_pass(
         let keep = best.map_or(0, |(_, bl)| bl);
         for &v in &moves[keep..] {
             side[v] ^= 1;
+        }
+        if let Some(c) = report {
+            c[1] = best.map_or(0.0, |(bc, _)| bc);
         }
         let improved = best.is_some_and(|(bc, bl)| bl > 0 && (bc > 0.0 || !start_ok));
         if !improved {

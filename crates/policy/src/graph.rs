@@ -166,42 +166,97 @@ impl Graph {
         seen[root] = true;
         order.push(root);
         let mut head = order.len() - 1;
-        while head < order.len() {
+        // room for one more write than there are vertices: every neighbour is written at the
+        // end of `order`, which advances only for one not seen yet (branch-free: which is
+        // unpredictable)
+        let mut len = order.len();
+        order.resize(seen.len() + 1, 0);
+        while head < len {
             let x = order[head];
             head += 1;
-            for (y, _) in self.row(x) {
-                if !seen[y] {
-                    seen[y] = true;
-                    order.push(y);
+            for &y in self.neighbours(x) {
+                let y = y as usize;
+                order[len] = y;
+                len += usize::from(!seen[y]);
+                seen[y] = true;
+            }
+        }
+        order.truncate(len);
+    }
+
+    /// The weight of the edges between the vertices `x` with `first[x]` and the others, and the
+    /// total weight: each edge once (from its lower end), in row order. Branch-free (whether an
+    /// edge is cut is unpredictable where the halves do not follow the graph): an uncut edge adds
+    /// +0.0, which changes no sum.
+    pub(crate) fn halves_cut(&self, first: &[bool]) -> (f64, f64) {
+        let (mut cut, mut all) = (0.0, 0.0);
+        for (x, &fx) in first.iter().enumerate().take(self.len()) {
+            let r = self.off[x]..self.off[x + 1];
+            for (&y, &w) in self.adj[r.clone()].iter().zip(&self.w[r]) {
+                let y = y as usize;
+                if y > x {
+                    all += w;
+                    let cross = u64::from(fx != first[y]);
+                    cut += f64::from_bits(w.to_bits() & cross.wrapping_neg());
                 }
             }
         }
+        (cut, all)
     }
 
-    /// The graph with vertex `order[i]` renumbered `i` (`order` a permutation of the vertices).
+    /// The neighbours of `x` (row order), without their weights.
+    pub(crate) fn neighbours(&self, x: usize) -> &[u32] {
+        &self.adj[self.off[x]..self.off[x + 1]]
+    }
+
+    /// The graph with vertex `order[i]` renumbered `i` (`order` a permutation of the vertices):
+    /// row `i` is row `order[i]` with its neighbours renumbered and sorted, each edge weighing
+    /// what it weighs in that row. Built without sorting, by two counting-sort passes: every
+    /// entry (x, y) is first appended to a scratch row of y's new number, taking the new numbers
+    /// of x in increasing order, then to row x's new number, taking y's in increasing order, so
+    /// that every row comes out sorted.
     pub(crate) fn renumbered(&self, order: &[usize]) -> Graph {
-        let mut owner = vec![0u32; order.len()];
+        let n = order.len();
+        let mut owner = vec![0u32; n];
         for (i, &x) in order.iter().enumerate() {
             owner[x] = i as u32;
         }
-        let mut out = Graph {
-            off: Vec::with_capacity(order.len() + 1),
-            adj: Vec::with_capacity(self.adj.len()),
-            w: Vec::with_capacity(self.w.len()),
-        };
-        out.off.push(0);
-        let mut row: Vec<(u32, f64)> = Vec::new();
-        for &x in order {
-            row.clear();
-            row.extend(self.row(x).map(|(y, w)| (owner[y], w)));
-            row.sort_unstable_by_key(|e| e.0);
-            for &(y, w) in &row {
-                out.adj.push(y);
-                out.w.push(w);
-            }
-            out.off.push(out.adj.len());
+        let m = self.adj.len();
+        // scratch rows: entry (new x, position of the entry in row x), by new y
+        let mut toff = vec![0usize; n + 1];
+        for &y in &self.adj {
+            toff[owner[y as usize] as usize + 1] += 1;
         }
-        out
+        for j in 0..n {
+            toff[j + 1] += toff[j];
+        }
+        let mut fill = toff.clone();
+        let mut src = vec![(0u32, 0usize); m];
+        for (i, &x) in order.iter().enumerate() {
+            for k in self.off[x]..self.off[x + 1] {
+                let j = owner[self.adj[k] as usize] as usize;
+                src[fill[j]] = (i as u32, k);
+                fill[j] += 1;
+            }
+        }
+        let mut off = Vec::with_capacity(n + 1);
+        off.push(0);
+        for &x in order {
+            off.push(off[off.len() - 1] + self.row_len(x));
+        }
+        fill.clear();
+        fill.extend_from_slice(&off[..n]);
+        let mut adj = vec![0u32; m];
+        let mut w = vec![0.0; m];
+        for j in 0..n {
+            for &(i, k) in &src[toff[j]..toff[j + 1]] {
+                let f = &mut fill[i as usize];
+                adj[*f] = j as u32;
+                w[*f] = self.w[k];
+                *f += 1;
+            }
+        }
+        Graph { off, adj, w }
     }
 
     /// The quotient graph: vertex `owner[x]` for each `x`, weights summed, edges inside a group
@@ -339,6 +394,72 @@ mod tests {
                         (&want.off, &want.adj, bits(&want)),
                         "round {round} variant {k} tasks {tasks}"
                     );
+                }
+            }
+        }
+    }
+
+    /// The renumbered graph (filled by two counting sorts) is the one of sorting every renumbered
+    /// row, bit for bit, with each edge weighing what it weighs in its own row; and the
+    /// breadth-first order (appended branch-free) is the one of searches that push each neighbour
+    /// not seen yet. Random sparse matrices with asymmetric cells, several components, isolated
+    /// dummy vertices; random permutations and the breadth-first order.
+    #[test]
+    fn issue6_renumbered_rows_and_bfs_order_as_before() {
+        let mut rng = SplitMix64::new(610);
+        for round in 0..30 {
+            let n = 1 + rng.below(90);
+            let mut c = CommMatrix::new(n);
+            for _ in 0..2 * n {
+                let (i, j) = (rng.below(n), rng.below(n));
+                c.set(i, j, 1.0 + rng.below(7) as f64 / 3.0);
+            }
+            let g = Graph::from_comm(&c, n, n + round % 3);
+            let mut perm: Vec<usize> = (0..g.len()).collect();
+            for i in (1..perm.len()).rev() {
+                perm.swap(i, rng.below(i + 1));
+            }
+            // the breadth-first order as the searches pushed it before (a branch per neighbour)
+            let reach = |root: usize, seen: &mut Vec<bool>, order: &mut Vec<usize>| {
+                seen[root] = true;
+                order.push(root);
+                let mut head = order.len() - 1;
+                while head < order.len() {
+                    let x = order[head];
+                    head += 1;
+                    for (y, _) in g.row(x) {
+                        if !seen[y] {
+                            seen[y] = true;
+                            order.push(y);
+                        }
+                    }
+                }
+            };
+            let (mut seen, mut want) = (vec![false; g.len()], Vec::new());
+            reach(0, &mut seen, &mut want);
+            let start = want.last().copied().unwrap_or(0);
+            seen.fill(false);
+            want.clear();
+            reach(start, &mut seen, &mut want);
+            while let Some(r) = (0..g.len()).find(|&x| !seen[x]) {
+                reach(r, &mut seen, &mut want);
+            }
+            let bfs = g.bfs_order();
+            assert_eq!(bfs, want, "round {round}");
+            for order in [perm, bfs] {
+                let mut owner = vec![0u32; order.len()];
+                for (i, &x) in order.iter().enumerate() {
+                    owner[x] = i as u32;
+                }
+                let r = g.renumbered(&order);
+                assert_eq!(r.len(), g.len());
+                for (i, &x) in order.iter().enumerate() {
+                    let mut want: Vec<(u32, u64)> =
+                        g.row(x).map(|(y, w)| (owner[y], w.to_bits())).collect();
+                    want.sort_unstable_by_key(|e| e.0);
+                    let got: Vec<(u32, u64)> =
+                        r.row(i).map(|(y, w)| (y as u32, w.to_bits())).collect();
+                    assert_eq!(got, want, "round {round} row {i}");
                 }
             }
         }
