@@ -244,18 +244,28 @@ struct Thread {
     tid: u32,
     name: String,
     proc: usize,
-    ops: Box<dyn Iterator<Item = Op> + Send>,
     pu: usize,
     allowed: CpuSet,
     ready_at: f64,
     state: State,
+    end: f64,
+    migrations: u64,
+    /// What every access reads or writes; `Simulator::run` holds it while the thread runs.
+    hot: Box<Hot>,
+}
+
+/// The part of a thread's state that every access reads or writes (issue 4, change 30). While
+/// `run_pu_in` runs the thread, its `Hot` is `Simulator::run` (swapped with the thread's, one
+/// pointer each way), so that the access path reaches it through one load instead of indexing
+/// `threads` (a bounds check and a multiplication) after every call that takes `&mut self`.
+struct Hot {
+    ops: Box<dyn Iterator<Item = Op> + Send>,
     window: VecDeque<f64>,
     last_done: f64,
-    end: f64,
     accesses: u64,
+    /// Accesses served by memory on the accessing PU's node and on another node.
     local: u64,
     remote: u64,
-    migrations: u64,
     sample_countdown: u64,
     /// Ops already pulled from `ops` but not yet run: a ring of `ahead_len` ops from `ahead_head`.
     ahead: [Op; LOOKAHEAD],
@@ -338,6 +348,35 @@ pub struct Simulator {
     /// set there (`NO_SET` if not computed), so that its lookup, its victim's `lru` and its fill
     /// there do not compute the set again (`set_in`).
     cur_llc: (usize, usize),
+    /// The `Hot` of the thread `run_pu_in` is running; an idle one (no ops) between its runs.
+    run: Box<Hot>,
+}
+
+impl Hot {
+    /// A thread's hot state before its first op: `ops` to run, `countdown` accesses to its first
+    /// hardware sample, `mlp` outstanding accesses at most, none before `start`.
+    fn new(
+        ops: Box<dyn Iterator<Item = Op> + Send>,
+        countdown: u64,
+        mlp: usize,
+        start: f64,
+    ) -> Self {
+        Hot {
+            ops,
+            window: VecDeque::with_capacity(mlp),
+            last_done: start,
+            accesses: 0,
+            local: 0,
+            remote: 0,
+            sample_countdown: countdown,
+            ahead: [Op::Compute(0); LOOKAHEAD],
+            ahead_llc: [NO_SET; LOOKAHEAD],
+            ahead_head: 0,
+            ahead_len: 0,
+            l1_misses: 0,
+            ops_done: false,
+        }
+    }
 }
 
 impl Simulator {
@@ -478,6 +517,7 @@ impl Simulator {
             next_induced,
             next_balance,
             cur_llc: NO_SET,
+            run: Box::new(Hot::new(Box::new(std::iter::empty()), u64::MAX, 0, 0.0)),
         }
     }
 
@@ -528,25 +568,13 @@ impl Simulator {
                 tid: pid + k as u32,
                 name: t.name,
                 proc: pi,
-                ops: t.ops,
                 pu: p,
                 allowed,
                 ready_at: start,
                 state: State::Ready,
-                window: VecDeque::with_capacity(self.cfg.mlp.max(1)),
-                last_done: start,
                 end: start,
-                accesses: 0,
-                local: 0,
-                remote: 0,
                 migrations: 0,
-                sample_countdown: countdown,
-                ahead: [Op::Compute(0); LOOKAHEAD],
-                ahead_llc: [NO_SET; LOOKAHEAD],
-                ahead_head: 0,
-                ahead_len: 0,
-                l1_misses: 0,
-                ops_done: false,
+                hot: Box::new(Hot::new(t.ops, countdown, self.cfg.mlp.max(1), start)),
             });
             self.enqueue(ti, p);
         }
@@ -811,8 +839,8 @@ impl Simulator {
         }
         let cost = self.cfg.thread_migration_ns;
         let th = &mut self.threads[ti];
-        let drained = th.window.iter().copied().fold(at, f64::max);
-        th.window.clear();
+        let drained = th.hot.window.iter().copied().fold(at, f64::max);
+        th.hot.window.clear();
         th.pu = to;
         th.migrations += 1;
         th.ready_at = th.ready_at.max(drained) + cost;
@@ -834,8 +862,8 @@ impl Simulator {
         let front = *pu.runq.front()?;
         if pu.runq.len() > 1 && pu.clock >= pu.slice_end {
             let th = &mut self.threads[front];
-            let drained = th.window.iter().copied().fold(pu.clock, f64::max);
-            th.window.clear();
+            let drained = th.hot.window.iter().copied().fold(pu.clock, f64::max);
+            th.hot.window.clear();
             pu.clock = drained + cs;
             pu.runq.rotate_left(1);
             pu.slice_end = pu.clock + slice;
@@ -897,6 +925,8 @@ impl Simulator {
             let Some(ti) = self.pick(p) else { return };
             let pi = self.threads[ti].proc;
             let cx = Cx::of(&self.pus[p], p, pi, self.procs[pi].armed > 0);
+            // The thread's hot state is `self.run` until this loop is left (`stop`).
+            std::mem::swap(&mut self.run, &mut self.threads[ti].hot);
             // Run this thread until the horizon, its slice's end (when others wait), or it stops.
             // Only `pick` changes the slice's end. The PU's clock is `clock` while accesses run
             // (`step` takes and returns it), and written back before any other op and every exit.
@@ -906,13 +936,14 @@ impl Simulator {
             loop {
                 if clock > horizon {
                     self.pus[p].clock = clock;
+                    self.stop(ti);
                     return;
                 }
                 if shared && clock >= slice_end {
                     self.pus[p].clock = clock;
                     break;
                 }
-                let op = self.next_op::<D, G>(ti, &cx);
+                let op = self.next_op::<D, G>(&cx);
                 if let Some(Op::Access(a)) = op {
                     clock = self.step::<D, G>(ti, &cx, a, clock);
                     continue;
@@ -938,7 +969,13 @@ impl Simulator {
                 }
                 clock = self.pus[p].clock;
             }
+            self.stop(ti);
         }
+    }
+
+    /// Gives the thread `ti` that `run_pu_in` ran its hot state back (`Simulator::run`).
+    fn stop(&mut self, ti: usize) {
+        std::mem::swap(&mut self.run, &mut self.threads[ti].hot);
     }
 
     /// The next op of thread `ti` (running on PU `p`), from its lookahead buffer, which is kept
@@ -947,8 +984,8 @@ impl Simulator {
     /// gets the directory slots of its sets' least recently used lines started. Hints only: what
     /// is simulated does not depend on them.
     #[inline]
-    fn next_op<D: Form, G: Geom>(&mut self, ti: usize, cx: &Cx) -> Option<Op> {
-        let th = &mut self.threads[ti];
+    fn next_op<D: Form, G: Geom>(&mut self, cx: &Cx) -> Option<Op> {
+        let th = &mut *self.run;
         let pi = cx.pi;
         let fetch = th.l1_misses > 0;
         th.l1_misses = th.l1_misses.saturating_sub(1);
@@ -1039,8 +1076,8 @@ impl Simulator {
         Some(op)
     }
 
-    fn drain(&mut self, ti: usize, p: usize) -> f64 {
-        let th = &mut self.threads[ti];
+    fn drain(&mut self, p: usize) -> f64 {
+        let th = &mut *self.run;
         let t = th.window.iter().copied().fold(self.pus[p].clock, later);
         th.window.clear();
         self.pus[p].clock = t;
@@ -1048,7 +1085,7 @@ impl Simulator {
     }
 
     fn finish(&mut self, ti: usize, p: usize) {
-        let t = self.drain(ti, p);
+        let t = self.drain(p);
         let th = &mut self.threads[ti];
         th.end = t;
         th.state = State::Done;
@@ -1059,7 +1096,7 @@ impl Simulator {
     }
 
     fn barrier(&mut self, ti: usize, p: usize) {
-        let t = self.drain(ti, p);
+        let t = self.drain(p);
         self.threads[ti].state = State::Blocked;
         self.pus[p].runq.retain(|&x| x != ti);
         let pi = self.threads[ti].proc;
@@ -1072,7 +1109,7 @@ impl Simulator {
     /// `Op::Post`: the flag is set when the thread's outstanding accesses are done (the item's
     /// stores reached the caches); threads waiting for it resume then.
     fn post(&mut self, ti: usize, p: usize, id: u64) {
-        let t = self.drain(ti, p);
+        let t = self.drain(p);
         let pi = self.threads[ti].proc;
         let pr = &mut self.procs[pi];
         let set = *pr.flags.entry(id).or_insert(t);
@@ -1096,7 +1133,7 @@ impl Simulator {
             *c = c.max(set);
             return false;
         }
-        let t = self.drain(ti, p);
+        let t = self.drain(p);
         let th = &mut self.threads[ti];
         th.state = State::Blocked;
         th.ready_at = t;
@@ -1127,7 +1164,7 @@ impl Simulator {
     fn step<D: Form, G: Geom>(&mut self, ti: usize, cx: &Cx, a: Access, clock: f64) -> f64 {
         let p = cx.p;
         let mlp = self.cfg.mlp.max(1);
-        let th = &mut self.threads[ti];
+        let th = &mut *self.run;
         let mut t = clock + (f64::from(a.compute_cycles) + self.cfg.issue_cycles) * self.cycle_ns;
         if a.dependent {
             t = later(t, th.last_done);
@@ -1148,10 +1185,10 @@ impl Simulator {
         stall += induced;
         if stall > 0.0 {
             self.pus[p].clock = t;
-            t = self.drain(ti, p) + stall;
+            t = self.drain(p) + stall;
         }
         let done = t + lat;
-        let th = &mut self.threads[ti];
+        let th = &mut *self.run;
         th.window.push_back(done);
         th.last_done = done;
         if th.sample_countdown != u64::MAX {
@@ -1215,7 +1252,7 @@ impl Simulator {
 
     fn hw_sample(&mut self, ti: usize, p: usize, t: f64, lat: f64, a: Access) {
         let gap = self.next_sample_gap();
-        self.threads[ti].sample_countdown = gap;
+        self.run.sample_countdown = gap;
         let Some(s) = &self.cfg.hw_sampling else {
             return;
         };
@@ -1293,7 +1330,7 @@ impl Simulator {
         let pu = &self.pus[p];
         let mut hit = None;
         for (pos, &k) in pu.path.iter().enumerate().skip(1) {
-            if pos == 1 && self.threads[ti].l1_misses == 0 {
+            if pos == 1 && self.run.l1_misses == 0 {
                 // The first level missed after a run of hits, so `next_op` started no fetches
                 // for this access: start the host's fetches of the last level's set, the line's
                 // directory slot and its page's slot now, so that their host misses overlap.
@@ -1321,7 +1358,7 @@ impl Simulator {
                 }
             }
         }
-        self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
+        self.run.l1_misses = 2 * LOOKAHEAD as u8;
         if let Some(pos) = hit {
             self.stats.hits[pos.min(7)] += 1;
             if !a.write && pos < pu.n_private {
@@ -1350,7 +1387,7 @@ impl Simulator {
     ) -> (f64, f64) {
         // Whether `next_op` ran its lookahead for this access: it then started the fetches of
         // the sets and directory slots below, its victims' included (`VICTIM_AHEAD`).
-        let ahead = self.threads[ti].l1_misses > 0;
+        let ahead = self.run.l1_misses > 0;
         if !ahead {
             // As in `access_beyond_l1`: start the fetches `next_op` did not start.
             let c = &self.caches[f.l3].cache;
@@ -1373,7 +1410,7 @@ impl Simulator {
             c2.touch_in(c2.set_of(key), key)
         };
         if hit2.is_some() {
-            self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
+            self.run.l1_misses = 2 * LOOKAHEAD as u8;
             self.stats.hits[1] += 1;
             if !a.write {
                 // A read hit in the private second level: the line into the first level only.
@@ -1417,7 +1454,7 @@ impl Simulator {
             }
             None
         };
-        self.threads[ti].l1_misses = 2 * LOOKAHEAD as u8;
+        self.run.l1_misses = 2 * LOOKAHEAD as u8;
         if hit.is_some() {
             self.stats.hits[2] += 1;
         }
@@ -1723,7 +1760,7 @@ impl Simulator {
             self.record_sample(ti, p, t, vaddr, AccessKind::Fault, None);
         }
         let lat = self.fabric.read(t + stall, node, home);
-        let th = &mut self.threads[ti];
+        let th = &mut *self.run;
         if home == node {
             self.stats.local += 1;
             th.local += 1;
@@ -1756,9 +1793,9 @@ impl Simulator {
                     start_ns: start as u64,
                     end_ns: end as u64,
                     time_ns: (end - start).max(0.0) as u64,
-                    accesses: t.accesses,
-                    local_accesses: t.local,
-                    remote_accesses: t.remote,
+                    accesses: t.hot.accesses,
+                    local_accesses: t.hot.local,
+                    remote_accesses: t.hot.remote,
                     migrations: t.migrations,
                 }
             })
@@ -1869,8 +1906,8 @@ impl Simulator {
         let cost = self.cfg.thread_migration_ns;
         let now = self.now;
         let th = &mut self.threads[ti];
-        let drained = th.window.iter().copied().fold(now, f64::max);
-        th.window.clear();
+        let drained = th.hot.window.iter().copied().fold(now, f64::max);
+        th.hot.window.clear();
         th.pu = to;
         th.migrations += 1;
         th.ready_at = th.ready_at.max(drained) + cost;
@@ -2081,6 +2118,57 @@ mod tests {
     /// hardware sample's cost must still move it. With the clock written back too late, the
     /// `Compute` below would start from the time the thread was picked (0), and with a sample's
     /// cost dropped, sampling would cost nothing.
+    #[test]
+    fn issue4_hot_state_follows_its_thread() {
+        // Two threads time-sliced on one PU every 300 ns and a third on another PU, each with its
+        // own number of accesses over a private 8 MiB region (memory reads, local and remote
+        // under interleaving), with a compute op every 50th: each thread's hot state (its ops,
+        // window, access and memory counts) must come back to it at every slice's end, horizon
+        // and finish (`Simulator::run` holds it only while the thread runs, change 30).
+        let m = numaff_machine::catalog::load("laso-hpl").unwrap();
+        let cfg = SimConfig {
+            slice_ns: 300.0,
+            ..SimConfig::default()
+        };
+        let mut sim = Simulator::new(&m, cfg);
+        let cpus: Vec<u32> = m.pus().iter().collect();
+        let counts = [3_000u64, 2_000, 2_500];
+        let mut spec = ProcessSpec::new("hot", DataPolicy::Interleave);
+        for (k, &n) in counts.iter().enumerate() {
+            let mut x = 0x2545_f491_4f6c_dd1du64 ^ (k as u64 + 1);
+            let mut ops = Vec::new();
+            for i in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ops.push(Op::Access(Access::read(
+                    0x1000_0000 + ((k as u64) << 24) + (x >> 20) % (8 << 20),
+                )));
+                if i % 50 == 49 {
+                    ops.push(Op::Compute(100));
+                }
+            }
+            let cpu = cpus[if k < 2 { 0 } else { cpus.len() - 1 }];
+            spec = spec.thread(ThreadSpec::new(format!("t{k}"), cpu, ops.into_iter()));
+        }
+        sim.spawn(spec).unwrap();
+        let r = sim.run();
+        assert!(sim.all_done());
+        assert_eq!(r.accesses, counts.iter().sum::<u64>());
+        for (t, &n) in r.threads.iter().zip(&counts) {
+            assert_eq!(t.accesses, n, "{}", t.name);
+            let mem = t.local_accesses + t.remote_accesses;
+            assert!(mem > n / 2 && mem <= n, "{}: {mem} memory reads", t.name);
+        }
+        let local: u64 = r.threads.iter().map(|t| t.local_accesses).sum();
+        let remote: u64 = r.threads.iter().map(|t| t.remote_accesses).sum();
+        assert_eq!((local, remote), (r.local_accesses, r.remote_accesses));
+        assert!(local > 0 && remote > 0);
+        // The two threads sharing PU 0 took turns: each ended after the other had started.
+        let (a, b) = (&r.threads[0], &r.threads[1]);
+        assert!(a.end_ns > b.start_ns && b.end_ns > a.start_ns);
+    }
+
     #[test]
     fn issue4_ops_and_samples_see_the_clock_the_accesses_left() {
         let n = 2_000;
