@@ -1400,13 +1400,21 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
         let mut report = [0.0; 2];
         // the cut to beat, by more than any rounding of the sums compared with it (see below)
         let beat = best.map_or(f64::INFINITY, |(bc, _)| bc + slack);
+        // the bound of the pass's early stops costs its upkeep at every move: it is kept while
+        // at least one in 8 of this mapping's bounded passes stopped early, or for its first 32
+        let [bounded, stopped] = wk.stops;
+        let margin = if bounded < 32 || 8 * stopped >= bounded {
+            slack
+        } else {
+            f64::INFINITY
+        };
         let changed = match refine_pass(
             g,
             &mut cand,
             ca,
             tol,
             1,
-            Some((&mut report, beat, slack)),
+            Some((&mut report, beat, margin)),
             wk,
         ) {
             Pass::Beaten => return,
@@ -1544,6 +1552,8 @@ struct Work {
     deg: Vec<f64>,
     /// [`refine_pass`]'s weights of each vertex to the locked vertices of either side.
     to_locked: Vec<[f64; 2]>,
+    /// Passes of this mapping with [`refine_pass`]'s bound, and those of them that stopped early.
+    stops: [u32; 2],
     bfs_seen: Vec<u32>,
     bfs_queue: Vec<usize>,
 }
@@ -1647,6 +1657,7 @@ fn refine_pass(
         moves,
         heaps,
         to_locked,
+        stops,
         ..
     } = wk;
     gain.clear();
@@ -1691,6 +1702,7 @@ fn refine_pass(
         // `to_locked`)
         let start = report.as_ref().map_or(0.0, |c| c[0]);
         let bound = report.is_some() && margin.is_finite();
+        stops[0] += u32::from(bound);
         let (mut fixed, mut lighter) = (0.0, 0.0);
         if bound {
             to_locked.clear();
@@ -1792,11 +1804,13 @@ fn refine_pass(
                 // the cut of the best split passed (the start's, out of balance, if none)
                 let passed = start - best.map_or(0.0, |(bc, _)| bc);
                 if passed > beat && fixed + lighter > beat {
+                    stops[1] += 1;
                     return Pass::Beaten;
                 }
                 // no later split can become the pass's best (its gains would have to exceed the
                 // best's): the pass ends as it would after its last move
                 if best.is_some() && fixed + lighter > passed + margin {
+                    stops[1] += 1;
                     break;
                 }
             }
