@@ -1212,14 +1212,16 @@ impl GainHeap {
     fn top(&mut self) -> Option<(f64, usize)> {
         let v = if self.linear {
             if !self.cached {
-                // the highest key, then the lowest vertex holding it (the order of `above`)
-                self.best = self.lord.iter().copied().max().map(|m| {
-                    let v = self
-                        .lord
-                        .iter()
-                        .zip(&self.heap)
-                        .fold(u32::MAX, |b, (&k, &v)| if k == m && v < b { v } else { b });
-                    (m, v)
+                // the highest key, then the lowest vertex holding it (the order of `above`), in
+                // one pass without branches
+                self.best = self.lord.first().map(|&k0| {
+                    let (mut bk, mut bv) = (k0, self.heap[0]);
+                    for (&k, &v) in self.lord.iter().zip(&self.heap).skip(1) {
+                        let better = (k > bk) | ((k == bk) & (v < bv));
+                        bk = if better { k } else { bk };
+                        bv = if better { v } else { bv };
+                    }
+                    (bk, bv)
                 });
                 self.cached = true;
             }
@@ -1396,13 +1398,36 @@ fn initial(g: &Sub, ca: i64, tol: i64, wk: &mut Work) -> Vec<u8> {
         cand.clear();
         cand.extend_from_slice(side);
         let mut report = [0.0; 2];
-        let changed = refine_pass(g, &mut cand, ca, tol, 1, Some(&mut report), wk);
+        // the cut to beat, by more than any rounding of the sums compared with it (see below)
+        let beat = best.map_or(f64::INFINITY, |(bc, _)| bc + slack);
+        // the bound of the pass's early stops costs its upkeep at every move: it is kept while
+        // at least one in 8 of this mapping's bounded passes stopped early, or for its first 32
+        let [bounded, stopped] = wk.stops;
+        let margin = if bounded < 32 || 8 * stopped >= bounded {
+            slack
+        } else {
+            f64::INFINITY
+        };
+        let changed = match refine_pass(
+            g,
+            &mut cand,
+            ca,
+            tol,
+            1,
+            Some((&mut report, beat, margin)),
+            wk,
+        ) {
+            Pass::Beaten => return,
+            pass => pass == Pass::Changed,
+        };
         let [start_cut, kept] = report;
         // A refined split whose cut, as the start's cut less the kept moves' gains, exceeds the
         // best one's by more than any rounding of those sums (every term is at most the total
         // weight, in fewer than 10⁹ operations of relative error 2⁻⁵³ each: far below 10⁻⁶ of
         // `total`; not finite: no such test) cannot replace it, whichever way its cut is summed:
-        // its exact sum is skipped.
+        // its exact sum is skipped. The pass itself stops early (`Pass::Beaten`) once neither
+        // the splits it passed nor any it can still reach can cut less than `beat`, and ends early
+        // once none it can reach can become its best, by the same margin (`refine_pass`).
         if changed && best.is_some_and(|(bc, _)| start_cut - kept > bc + slack) {
             return;
         }
@@ -1525,6 +1550,10 @@ struct Work {
     grown: Vec<u8>,
     cand: Vec<u8>,
     deg: Vec<f64>,
+    /// [`refine_pass`]'s weights of each vertex to the locked vertices of either side.
+    to_locked: Vec<[f64; 2]>,
+    /// Passes of this mapping with [`refine_pass`]'s bound, and those of them that stopped early.
+    stops: [u32; 2],
     bfs_seen: Vec<u32>,
     bfs_queue: Vec<usize>,
 }
@@ -1583,20 +1612,42 @@ fn refine(g: &Sub, side: &mut [u8], ca: i64, tol: i64, passes: usize, wk: &mut W
     refine_pass(g, side, ca, tol, passes, None, wk);
 }
 
+/// How [`refine_pass`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    /// Its last pass left the split as it was.
+    Unchanged,
+    /// Its last pass changed the split.
+    Changed,
+    /// Stopped early: no split the pass kept or could still keep cuts less than the cut to beat.
+    Beaten,
+}
+
 /// [`refine`], returning whether its last pass changed the split (a pass that does not improve it
 /// leaves it as it was); with `start_cut`, the first pass also sums the cut of the split it starts
 /// from in `start_cut[0]`, in the order of [`Sub::cut`] (so the same value bit for bit), and leaves
 /// the summed gains of the moves it kept in `start_cut[1]` (0 if none: the start's cut less them
 /// is the kept split's cut up to rounding).
+///
+/// With `start_cut`'s other members, a cut to beat `b` and a finite `margin` above every rounding
+/// of the sums compared (only one pass), the pass bounds the cut of every split it can still reach:
+/// those flip only unlocked vertices, so they cut at least the edges between locked vertices of
+/// different sides plus, for each unlocked vertex, the lighter of its weights to the locked
+/// vertices of either side (a relaxation of the minimum cut with the locked vertices fixed; balance
+/// ignored; both sums kept up to date as vertices are locked). It stops as [`Pass::Beaten`],
+/// leaving `side` anywhere, as soon as the best split it passed (its start's cut less the best
+/// prefix of gains) cuts more than `b` and so does every split it can still reach; and it ends as
+/// after its last move (the same split, the same kept gains) as soon as the bound exceeds the cut
+/// of the best split passed by `margin`, as no later split can then become its best.
 fn refine_pass(
     g: &Sub,
     side: &mut [u8],
     ca: i64,
     tol: i64,
     passes: usize,
-    mut start_cut: Option<&mut [f64; 2]>,
+    mut start_cut: Option<(&mut [f64; 2], f64, f64)>,
     wk: &mut Work,
-) -> bool {
+) -> Pass {
     let n = g.len();
     let slack = tol + g.max_vw();
     let limit = if wk.effort.light() { LIGHT_TAIL } else { TAIL } + n / 64;
@@ -1605,6 +1656,8 @@ fn refine_pass(
         locked,
         moves,
         heaps,
+        to_locked,
+        stops,
         ..
     } = wk;
     gain.clear();
@@ -1614,7 +1667,12 @@ fn refine_pass(
     // (as slices: their lengths stay in registers, not reloaded after each store)
     let (gain, locked) = (&mut gain[..], &mut locked[..]);
     for _ in 0..passes {
-        let mut wa: i64 = (0..n).filter(|&x| side[x] == 0).map(|x| g.vw[x]).sum();
+        // (branch-free: which side a vertex is on is unpredictable)
+        let mut wa: i64 = side[..n]
+            .iter()
+            .zip(&g.vw)
+            .map(|(&s, &w)| w * i64::from(s == 0))
+            .sum();
         heaps[0].reset(n);
         heaps[1].reset(n);
         let balanced = |wa: i64| (wa - ca).abs() <= tol;
@@ -1623,14 +1681,14 @@ fn refine_pass(
         // heavier side while out of balance; others join when a neighbour moves.
         let heavy: u8 = if start_ok { 2 } else { u8::from(wa < ca) };
         let report = start_cut.take();
-        let report = match report {
-            Some(c) => {
+        let (report, beat, margin) = match report {
+            Some((c, beat, margin)) => {
                 c[0] = gains::<true>(g, side, gain, locked, heaps, heavy);
-                Some(c)
+                (Some(c), beat, margin)
             }
             None => {
                 gains::<false>(g, side, gain, locked, heaps, heavy);
-                None
+                (None, f64::INFINITY, f64::INFINITY)
             }
         };
         heaps[0].heapify();
@@ -1638,6 +1696,43 @@ fn refine_pass(
         let mut best: Option<(f64, usize)> = start_ok.then_some((0.0, 0));
         let mut cum = 0.0;
         moves.clear();
+        // the lower bound on the cut of every split still reachable (doc above): the weight of
+        // the edges between locked vertices of different sides, and the sum over the unlocked
+        // vertices of the lighter of their weights to the locked vertices of each side (kept in
+        // `to_locked`)
+        let start = report.as_ref().map_or(0.0, |c| c[0]);
+        let bound = report.is_some() && margin.is_finite();
+        stops[0] += u32::from(bound);
+        let (mut fixed, mut lighter) = (0.0, 0.0);
+        if bound {
+            to_locked.clear();
+            to_locked.resize(n, [0.0; 2]);
+        }
+        let to_locked = &mut to_locked[..];
+        // `v` (just locked without moving, too heavy) joins the locked vertices (as a moved vertex
+        // does in the loop over its row below)
+        let lock = |v: usize,
+                    side: &[u8],
+                    locked: &[bool],
+                    to_locked: &mut [[f64; 2]],
+                    fixed: &mut f64,
+                    lighter: &mut f64| {
+            let [a, b] = to_locked[v];
+            *lighter -= a.min(b);
+            let t = side[v] as usize;
+            for (y, w) in g.row(v) {
+                if locked[y] {
+                    if side[y] as usize != t {
+                        *fixed += w;
+                    }
+                } else {
+                    let [a, b] = to_locked[y];
+                    to_locked[y][t] += w;
+                    let [c, d] = to_locked[y];
+                    *lighter += c.min(d) - a.min(b);
+                }
+            }
+        };
         loop {
             // admissible sides: out of balance, only towards it
             let from: [bool; 2] = if wa > ca + tol {
@@ -1657,6 +1752,9 @@ fn refine_pass(
                     if (nwa - ca).abs() > slack && (nwa - ca).abs() >= (wa - ca).abs() {
                         heaps[s].remove(v); // too heavy to move now; not again this pass
                         locked[v] = true;
+                        if bound {
+                            lock(v, side, locked, to_locked, &mut fixed, &mut lighter);
+                        }
                         continue;
                     }
                     let better = match pick {
@@ -1677,16 +1775,44 @@ fn refine_pass(
             wa += if s == 0 { -g.vw[v] } else { g.vw[v] };
             cum += gv;
             moves.push(v);
+            if bound {
+                let [a, b] = to_locked[v];
+                lighter -= a.min(b);
+            }
             for (y, w) in g.row(v) {
                 if locked[y] {
+                    // an edge between locked vertices, cut now for good if the sides differ
+                    if bound && side[y] as usize == s {
+                        fixed += w;
+                    }
                     continue;
                 }
-                gain[y] += if side[y] as usize == s {
-                    2.0 * w
-                } else {
-                    -2.0 * w
-                };
+                // +2w for a neighbour on v's former side, -2w (the same bits as negation) else,
+                // without a branch on the side
+                let flip = u64::from(side[y] as usize != s) << 63;
+                gain[y] += f64::from_bits((2.0 * w).to_bits() ^ flip);
                 heaps[side[y] as usize].set(y, gain[y]);
+                if bound {
+                    // v is locked on side 1 - s
+                    let [a, b] = to_locked[y];
+                    to_locked[y][1 - s] += w;
+                    let [c, d] = to_locked[y];
+                    lighter += c.min(d) - a.min(b);
+                }
+            }
+            if bound {
+                // the cut of the best split passed (the start's, out of balance, if none)
+                let passed = start - best.map_or(0.0, |(bc, _)| bc);
+                if passed > beat && fixed + lighter > beat {
+                    stops[1] += 1;
+                    return Pass::Beaten;
+                }
+                // no later split can become the pass's best (its gains would have to exceed the
+                // best's): the pass ends as it would after its last move
+                if best.is_some() && fixed + lighter > passed + margin {
+                    stops[1] += 1;
+                    break;
+                }
             }
             if balanced(wa) && best.is_none_or(|(bc, _)| cum > bc + 1e-12 * bc.abs().max(1.0)) {
                 best = Some((cum, moves.len()));
@@ -1706,17 +1832,17 @@ fn refine_pass(
         }
         let improved = best.is_some_and(|(bc, bl)| bl > 0 && (bc > 0.0 || !start_ok));
         if !improved {
-            return false;
+            return Pass::Unchanged;
         }
     }
-    true
+    Pass::Changed
 }
 
 /// The set-up of an FM pass: every vertex's gain (weight to the other side minus weight to its
 /// own), unlocked, and the candidates in the heaps, unordered (boundary vertices, and every vertex
 /// of side `heavy` when it is 0 or 1). With `CUT`, also returns the weight cut by `side`, summed
 /// in the order of [`Sub::cut`] (an edge not counted adds +0.0, which changes no sum of positive
-/// weights), else 0.
+/// weights), else 0; without, the rows are read two at a time (below).
 fn gains<const CUT: bool>(
     g: &Sub,
     side: &[u8],
@@ -1725,6 +1851,63 @@ fn gains<const CUT: bool>(
     heaps: &mut [GainHeap; 2],
     heavy: u8,
 ) -> f64 {
+    // `w` for a neighbour on the other side (`other` = 1), `-w` (the same bits as negation)
+    // else, without a branch (the side changes unpredictably along a boundary vertex's row)
+    let signed = |w: f64, other: u8| f64::from_bits(w.to_bits() ^ (u64::from(other ^ 1) << 63));
+    let mut done = |x: usize, gx: f64, boundary: u8| {
+        gain[x] = gx;
+        locked[x] = false;
+        if boundary != 0 || side[x] == heavy {
+            heaps[side[x] as usize].push_unordered(x, gx);
+        }
+    };
+    if !CUT {
+        // Two rows at a time: each vertex's gain is still summed in its row's order (the same
+        // value bit for bit), but the two sums' additions overlap instead of each waiting for
+        // the one before.
+        let n = g.len();
+        let mut x = 0;
+        while x + 1 < n {
+            let (ra, rb) = (g.off[x]..g.off[x + 1], g.off[x + 1]..g.off[x + 2]);
+            let (ya, wa) = (&g.adj[ra.clone()], &g.w[ra]);
+            let (yb, wb) = (&g.adj[rb.clone()], &g.w[rb]);
+            let (sa, sb) = (side[x], side[x + 1]);
+            let (mut ga, mut gb, mut ba, mut bb) = (0.0, 0.0, 0u8, 0u8);
+            let common = ya.len().min(yb.len());
+            for k in 0..common {
+                let oa = side[ya[k] as usize] ^ sa;
+                let ob = side[yb[k] as usize] ^ sb;
+                ga += signed(wa[k], oa);
+                gb += signed(wb[k], ob);
+                ba |= oa;
+                bb |= ob;
+            }
+            for (&y, &w) in ya[common..].iter().zip(&wa[common..]) {
+                let o = side[y as usize] ^ sa;
+                ga += signed(w, o);
+                ba |= o;
+            }
+            for (&y, &w) in yb[common..].iter().zip(&wb[common..]) {
+                let o = side[y as usize] ^ sb;
+                gb += signed(w, o);
+                bb |= o;
+            }
+            done(x, ga, ba);
+            done(x + 1, gb, bb);
+            x += 2;
+        }
+        if x < n {
+            let r = g.off[x]..g.off[x + 1];
+            let (mut gx, mut boundary) = (0.0, 0u8);
+            for (&y, &w) in g.adj[r.clone()].iter().zip(&g.w[r]) {
+                let o = side[y as usize] ^ side[x];
+                gx += signed(w, o);
+                boundary |= o;
+            }
+            done(x, gx, boundary);
+        }
+        return 0.0;
+    }
     let mut cut = 0.0;
     for x in 0..g.len() {
         let mut gx = 0.0;
@@ -1732,21 +1915,13 @@ fn gains<const CUT: bool>(
         let sx = side[x];
         let r = g.off[x]..g.off[x + 1];
         for (&y, &w) in g.adj[r.clone()].iter().zip(&g.w[r]) {
-            // branch-free (the side changes unpredictably along a boundary vertex's row):
-            // `w` for a neighbour on the other side, `-w` (the same bits as negation) else
             let other = side[y as usize] ^ sx;
-            gx += f64::from_bits(w.to_bits() ^ (u64::from(other ^ 1) << 63));
+            gx += signed(w, other);
             boundary |= other;
-            if CUT {
-                let counted = u64::from(other & u8::from(y as usize > x));
-                cut += f64::from_bits(w.to_bits() & counted.wrapping_neg());
-            }
+            let counted = u64::from(other & u8::from(y as usize > x));
+            cut += f64::from_bits(w.to_bits() & counted.wrapping_neg());
         }
-        gain[x] = gx;
-        locked[x] = false;
-        if boundary != 0 || sx == heavy {
-            heaps[sx as usize].push_unordered(x, gx);
-        }
+        done(x, gx, boundary);
     }
     cut
 }
@@ -2285,6 +2460,101 @@ mod tests {
 
     /// Splits computed with buffers left over from earlier splits of other graphs (the reuse
     /// across the recursion) are the same as with fresh buffers.
+    /// The early stops of a start's FM pass (`refine_pass` with a cut to beat and a margin): where
+    /// the pass is not stopped as beaten it ends exactly as the full pass (the same split, kept
+    /// gains and outcome), and where it is, the full pass's split cuts more than the cut to beat
+    /// (less the margin of rounding).
+    /// Random graphs of 20-60 vertices (integer and fractional weights, unit and coarse vertex
+    /// weights with a tolerance), random starts (some out of balance), cuts to beat below, at and
+    /// above the full pass's result, and none.
+    #[test]
+    fn issue6_start_pass_stops_are_exact() {
+        let mut rng = SplitMix64::new(611);
+        let (mut beaten, mut bounded) = (0, 0);
+        let mut wk = Work::default();
+        for round in 0..600 {
+            let nv = 20 + rng.below(41);
+            let mut edges = Vec::new();
+            for x in 0..nv {
+                for y in x + 1..nv {
+                    // clusters of 6 consecutive vertices, dense inside, sparse between
+                    let p = if x / 6 == y / 6 { 2 } else { 12 };
+                    if rng.below(p) == 0 {
+                        let w = if round % 2 == 0 {
+                            (1 + rng.below(20)) as f64
+                        } else {
+                            0.1 + rng.below(1000) as f64 / 7.0
+                        };
+                        edges.push((x, y, w));
+                    }
+                }
+            }
+            let mut wm = vec![vec![0.0f64; nv]; nv];
+            for (x, y, w) in edges {
+                wm[x][y] = w;
+                wm[y][x] = w;
+            }
+            let mut sub = Sub {
+                off: vec![0],
+                adj: Vec::new(),
+                w: Vec::new(),
+                vw: Vec::new(),
+            };
+            for row in &wm {
+                for (y, &w) in row.iter().enumerate() {
+                    if w > 0.0 {
+                        sub.adj.push(y as u32);
+                        sub.w.push(w);
+                    }
+                }
+                sub.off.push(sub.adj.len());
+            }
+            let coarse = round % 3 == 0;
+            sub.vw = (0..nv)
+                .map(|_| if coarse { 1 + rng.below(3) as i64 } else { 1 })
+                .collect();
+            let ca = sub.vw.iter().sum::<i64>() / 2;
+            let tol = if coarse { sub.max_vw() - 1 } else { 0 };
+            let start: Vec<u8> = (0..nv).map(|_| u8::from(rng.below(2) == 0)).collect();
+            let margin = 1e-6 * sub.w.iter().sum::<f64>();
+            let mut full = start.clone();
+            let mut rf = [0.0; 2];
+            let none = Some((&mut rf, f64::INFINITY, f64::INFINITY));
+            let pf = refine_pass(&sub, &mut full, ca, tol, 1, none, &mut wk);
+            let cut = sub.cut(&full);
+            for beat in [
+                0.5 * cut,
+                cut - 2.0 * margin,
+                cut,
+                cut + 2.0 * margin,
+                f64::INFINITY,
+            ] {
+                let mut side = start.clone();
+                let mut rb = [0.0; 2];
+                let stops = Some((&mut rb, beat, margin));
+                match refine_pass(&sub, &mut side, ca, tol, 1, stops, &mut wk) {
+                    Pass::Beaten => {
+                        // (up to the rounding of the sums: `initial` beats by a margin)
+                        let c = cut;
+                        assert!(
+                            c > beat - margin,
+                            "round {round}: beaten at {beat}, cut {c}"
+                        );
+                        beaten += 1;
+                    }
+                    pb => {
+                        assert_eq!((pb, &side, rb), (pf, &full, rf), "round {round}, {beat}");
+                        bounded += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            beaten > 100 && bounded > 100,
+            "{beaten} beaten, {bounded} not"
+        );
+    }
+
     #[test]
     fn issue6_reused_buffers_give_the_same_splits() {
         let n = 300;
