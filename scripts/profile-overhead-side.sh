@@ -7,8 +7,8 @@
 # the other, runs here vary by 10-40 %). numaff itself is not pinned, so its cpu time may come
 # from either program: "charged" adds all it spent before the program exited (its cpu time less
 # its finish) to the profiled one, an upper bound. "finish" is numaff's wall time after the
-# program exited: writing the trace and, in some runs, 0.2-0.4 s of kernel time reaping the
-# program (proc_invalidate_siblings_dcache); it does not delay the program. Prints per repetition
+# program exited: writing the trace and, while other processes scanned /proc, up to 0.4 s of
+# kernel time reaping the program (README); it does not delay the program. Prints per repetition
 # the wall times from the common start to each DONE, the ratio, the charged ratio and the finish;
 # then the medians and quartiles.
 # Usage: scripts/profile-overhead-side.sh [NUMAFF] [REPS] [PASSES]   (a release build of numaff)
