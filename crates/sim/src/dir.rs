@@ -343,8 +343,8 @@ impl Directory {
     /// (`LineMap::entry`), for `insert_at` before the directory next changes. Every form unpacks
     /// its default value to `DirEntry::default()` (`issue4_every_form_unpacks_its_default_empty`).
     #[inline(always)]
-    pub(crate) fn entry<F: Form>(&mut self, key: u64) -> (At, DirEntry) {
-        let (at, v) = F::map_mut(self).entry(key);
+    pub(crate) fn entry<F: Form>(&self, key: u64) -> (At, DirEntry) {
+        let (at, v) = F::map(self).entry(key);
         (at, F::unpack(v))
     }
 

@@ -230,7 +230,7 @@ impl<V: Copy + Default> LineMap<V> {
     /// or the table does not grow. Whether the key was present is in the `At`
     /// (`At::present`).
     #[inline(always)]
-    pub(crate) fn entry(&mut self, key: u64) -> (At, V) {
+    pub(crate) fn entry(&self, key: u64) -> (At, V) {
         if key == EMPTY {
             return self.entry_reserved();
         }
