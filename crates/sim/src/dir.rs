@@ -10,7 +10,7 @@
 //! 2^15) and the dirty bit fit together in one `u64` (laso-hpl: 44 holder bits and 40 PUs): a
 //! 16-byte slot with its key.
 
-use crate::linemap::{LineMap, Prefetcher};
+use crate::linemap::{At, LineMap, Prefetcher};
 
 /// A directory entry as the simulator works on it (the wide form, up to 128 holder bits).
 #[derive(Debug, Clone, Copy, Default)]
@@ -326,16 +326,33 @@ impl Directory {
         self.packed.len() + self.narrow.len() + self.wide.len()
     }
 
-    /// The entry of `key`, if present.
-    #[inline]
+    /// The entry of `key`, if present (tests: the access path reads with `entry`).
+    #[cfg(test)]
     pub(crate) fn get<F: Form>(&self, key: u64) -> Option<DirEntry> {
         F::map(self).get(&key).map(|&v| F::unpack(v))
     }
 
-    /// Sets the entry of `key`, adding it if absent.
-    #[inline]
+    /// Sets the entry of `key`, adding it if absent (tests: the access path writes with
+    /// `insert_at`).
+    #[cfg(test)]
     pub(crate) fn insert<F: Form>(&mut self, key: u64, e: DirEntry) {
         F::map_mut(self).insert(key, F::pack(e));
+    }
+
+    /// The entry of `key` (the default, empty one if absent) and where it is or would go
+    /// (`LineMap::entry`), for `insert_at` before the directory next changes. Every form unpacks
+    /// its default value to `DirEntry::default()` (`issue4_every_form_unpacks_its_default_empty`).
+    #[inline(always)]
+    pub(crate) fn entry<F: Form>(&self, key: u64) -> (At, DirEntry) {
+        let (at, v) = F::map(self).entry(key);
+        (at, F::unpack(v))
+    }
+
+    /// Sets the entry of `key` at `at`, which `entry(key)` gave with no change to the directory
+    /// since: `insert` without its probe.
+    #[inline(always)]
+    pub(crate) fn insert_at<F: Form>(&mut self, at: At, key: u64, e: DirEntry) {
+        F::map_mut(self).insert_at(at, key, F::pack(e));
     }
 
     /// Applies `f` to the entry of `key` in place, if present, and returns its result.
@@ -355,23 +372,23 @@ impl Directory {
 
     /// Clears holder bit `b` of `key`'s entry, if present (a cache whose bit is `b` dropped the
     /// line); if its owner (PU index `o`) then holds it in none of the caches of `owner_bits(o)`,
-    /// the entry loses its owner and its dirty bit. Returns whether the owner was dropped while
-    /// dirty (its index then) and whether no holder is left: what `update` with these steps on a
-    /// `DirEntry` would give (on the packed form's `u64` in place, `PackedForm::drop_holder`).
-    #[inline]
+    /// the entry loses its owner and its dirty bit; if no holder is left, the entry is removed.
+    /// Returns whether the owner was dropped while dirty (its index then) and whether no holder
+    /// was left (the entry removed): what `update` with these steps on a `DirEntry`, then
+    /// `remove` when empty, would give, with one probe of the table (`LineMap::update_or_remove`;
+    /// on the packed form's `u64` in place, `PackedForm::drop_holder`).
+    #[inline(always)]
     pub(crate) fn drop_holder<F: Form>(
         &mut self,
         key: u64,
         b: usize,
         owner_bits: impl Fn(usize) -> [u64; 2],
     ) -> Option<(Option<usize>, bool)> {
-        F::map_mut(self)
-            .get_mut(&key)
-            .map(|v| F::drop_holder(v, b, owner_bits))
+        F::map_mut(self).update_or_remove(key, |v| F::drop_holder(v, b, owner_bits))
     }
 
-    /// Removes `key`.
-    #[inline]
+    /// Removes `key` (tests: the access path removes through `drop_holder`).
+    #[cfg(test)]
     pub(crate) fn remove<F: Form>(&mut self, key: u64) {
         F::map_mut(self).remove(&key);
     }
@@ -425,6 +442,36 @@ mod tests {
     fn issue4_narrow_directory_slot_is_24_bytes() {
         assert_eq!(LineMap::<Narrow>::slot_bytes(), 24);
         assert_eq!(LineMap::<DirEntry>::slot_bytes(), 32);
+    }
+
+    #[test]
+    fn issue4_every_form_unpacks_its_default_empty() {
+        let d = |e: DirEntry| (e.holders, e.owner, e.dirty);
+        let empty = d(DirEntry::default());
+        assert_eq!(d(PackedForm::unpack(u64::default())), empty);
+        assert_eq!(d(NarrowForm::unpack(Narrow::default())), empty);
+        assert_eq!(d(WideForm::unpack(DirEntry::default())), empty);
+        for mut dir in [
+            Directory::new(44, 40),
+            Directory::unpacked(64),
+            Directory::unpacked(65),
+        ] {
+            let e = DirEntry {
+                holders: [1 << 3, 0],
+                owner: 2,
+                dirty: true,
+            };
+            for key in [5, u64::MAX] {
+                let (at, got) = any_form!(dir, entry(key));
+                assert!(!at.present());
+                assert_eq!(d(got), empty, "absent key {key}");
+                any_form!(dir, insert_at(at, key, e));
+                let (at, got) = any_form!(dir, entry(key));
+                assert!(at.present());
+                assert_eq!(d(got), d(e), "key {key}");
+            }
+            assert_eq!(dir.len(), 2);
+        }
     }
 
     #[test]
@@ -489,11 +536,16 @@ mod tests {
                 Some(([1 << 10, 0], 0, false)),
                 "owner and dirty bit dropped"
             );
+            d.insert_any(9, e);
             assert_eq!(
                 d.drop_holder_any(7, 10, bits),
                 Some((None, true)),
                 "no holder left"
             );
+            assert!(d.get_any(7).is_none(), "entry removed with its last holder");
+            assert_eq!(d.len(), 1);
+            assert_eq!(d.drop_holder_any(7, 10, bits), None, "removed line");
+            assert!(d.get_any(9).is_some(), "other entry kept");
         }
     }
 

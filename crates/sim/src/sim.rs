@@ -1484,7 +1484,9 @@ impl Simulator {
         hit: Option<usize>,
     ) -> (f64, f64) {
         let p = cx.p;
-        let e = self.dir.get::<D>(key).unwrap_or_default();
+        // One probe of the directory for the read here and the write below (`insert_at`): in
+        // between only caches, the fabric and page tables change, never the directory.
+        let (at, e) = self.dir.entry::<D>(key);
         let node = cx.node;
         let path_bits = cx.path_bits;
         let others = and_not(e.holders, path_bits);
@@ -1587,7 +1589,7 @@ impl Simulator {
             };
             upto = hit.unwrap_or(cx.path_len);
         }
-        self.dir.insert::<D>(key, ne);
+        self.dir.insert_at::<D>(at, key, ne);
         // The levels before the one that hit (all, on a miss) were probed by `access` and do not
         // hold the line; nothing since has put it there (invalidations and evictions only remove).
         let missed = hit.unwrap_or(usize::MAX);
@@ -1680,15 +1682,13 @@ impl Simulator {
     }
 
     /// The directory's part of `evicted`: `line` left a cache whose directory bit is `b`.
-    #[inline]
+    #[inline(always)]
     fn evicted_bit<D: Form, G: Geom>(&mut self, b: usize, line: u64, t: f64) {
         let pus = &self.pus;
-        let Some((wb, empty)) = self.dir.drop_holder::<D>(line, b, |o| pus[o].path_bits) else {
+        // The entry is removed in the same probe when no holder is left.
+        let Some((wb, _)) = self.dir.drop_holder::<D>(line, b, |o| pus[o].path_bits) else {
             return;
         };
-        if empty {
-            self.dir.remove::<D>(line);
-        }
         if let Some(o) = wb {
             self.writeback(line, self.pus[o].node, t);
         }
