@@ -303,6 +303,20 @@ impl Directory {
         })
     }
 
+    /// Gives the map of the form in use (still empty) room to grow in place up to the slots of
+    /// `lines` entries (issue 4): every entry has at least one holder bit, i.e. its line is in a
+    /// tracked cache, so the entries never outnumber the tracked caches' lines, and a map at most
+    /// half full never needs more than the power of two at or above twice that. Address space
+    /// only until the directory grows into it (`LineMap::with_room`).
+    pub(crate) fn reserve(&mut self, lines: usize) {
+        let max = lines.saturating_mul(2);
+        match self.kind {
+            FormKind::Packed => self.packed = LineMap::with_room(64, max),
+            FormKind::Narrow => self.narrow = LineMap::with_room(64, max),
+            FormKind::Wide => self.wide = LineMap::with_room(64, max),
+        }
+    }
+
     /// The form in use: the `Form` to run the access path with.
     pub(crate) fn kind(&self) -> FormKind {
         self.kind
