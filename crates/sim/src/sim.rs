@@ -10,6 +10,7 @@
 //! holds the line modified, else the memory latency from the fabric (with queue waits).
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -496,7 +497,14 @@ impl Simulator {
             .as_ref()
             .map(|o| o.interval_ns.max(1) as f64)
             .unwrap_or(f64::INFINITY);
-        let dir = Directory::new(tracked.len(), pus.len() as u32);
+        let mut dir = Directory::new(tracked.len(), pus.len() as u32);
+        // Room for the directory to grow in place up to its bound: the tracked caches' lines.
+        dir.reserve(
+            tracked
+                .iter()
+                .map(|&k| (specs[k].size_bytes / u64::from(specs[k].line_bytes.max(1))) as usize)
+                .fold(0usize, usize::saturating_add),
+        );
         Simulator {
             machine: machine.clone(),
             rng: Rng::new(cfg.seed),
@@ -691,37 +699,60 @@ impl Simulator {
     }
 
     /// Simulates until every PU's clock has reached `limit` ns (or nothing is left to run).
+    ///
+    /// The heap orders the runnable PUs by clock (ties by index; clocks are `>= 0`, so their bits
+    /// order as the values do): the PU furthest behind runs next, up to `quantum_ns` past the
+    /// next one's clock, so that PUs interleave in simulated time. Each PU is in the heap at most
+    /// once (`in_heap`), so the keys are distinct and any correct heap pops them in the same
+    /// order. The PU that runs stays at the top while it runs instead of a pop and a push (issue
+    /// 4): the next clock is the smaller of the top's children (what `peek` would give after a
+    /// `pop`), and its new key is written in place (`PeekMut`, one sift down). A PU that
+    /// `run_pu` enqueues (a thread woken by a barrier or a post) may get above it meanwhile: then
+    /// it is found and taken out (`retain`), as rarely as wake-ups happen.
     pub(crate) fn run_until(&mut self, limit: f64) {
-        while let Some(Reverse((bits, p))) = self.heap.pop() {
+        while let Some(&Reverse((bits, p))) = self.heap.peek() {
             let clock = f64::from_bits(bits);
             if clock >= limit {
-                self.heap.push(Reverse((bits, p)));
                 break;
             }
             if clock >= self.next_induced {
-                self.heap.push(Reverse((bits, p)));
                 self.induce_faults();
                 continue;
             }
             if clock >= self.next_balance {
-                self.heap.push(Reverse((bits, p)));
                 self.os_balance();
                 continue;
             }
-            let next = self
-                .heap
-                .peek()
-                .map(|Reverse((b, _))| f64::from_bits(*b))
-                .unwrap_or(f64::INFINITY);
+            let below = self.heap.as_slice();
+            let next = match (below.get(1), below.get(2)) {
+                (Some(Reverse((a, _))), Some(Reverse((b, _)))) => f64::from_bits(*a.min(b)),
+                (Some(Reverse((a, _))), None) => f64::from_bits(*a),
+                _ => f64::INFINITY,
+            };
             let horizon = (next + self.cfg.quantum_ns)
                 .min(limit)
                 .min(self.next_induced)
                 .min(self.next_balance);
             self.run_pu(p, horizon);
-            if self.pus[p].runq.is_empty() {
-                self.pus[p].in_heap = false;
+            let keep = !self.pus[p].runq.is_empty();
+            let key = Reverse((self.pus[p].clock.to_bits(), p));
+            let on_top = self.heap.peek().is_some_and(|Reverse((_, q))| *q == p);
+            if on_top {
+                if let Some(mut top) = self.heap.peek_mut() {
+                    if keep {
+                        *top = key;
+                    } else {
+                        PeekMut::pop(top);
+                    }
+                }
             } else {
-                self.heap.push(Reverse((self.pus[p].clock.to_bits(), p)));
+                self.heap.retain(|Reverse((_, q))| *q != p);
+                if keep {
+                    self.heap.push(key);
+                }
+            }
+            if !keep {
+                self.pus[p].in_heap = false;
             }
         }
         if limit.is_finite() {
