@@ -9,7 +9,7 @@
 //! level holding the line; a miss of every level costs a cache-to-cache transfer when another core
 //! holds the line modified, else the memory latency from the fabric (with queue waits).
 
-use std::cmp::Reverse;
+use std::cmp::{Ordering, Reverse};
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -168,6 +168,10 @@ struct Pu {
     n_private: usize,
     /// `path` in the common shape, if it is (`Path3::of`).
     p3: Option<Path3>,
+    /// The first two levels' geometry on `p3`'s path, as `run_pu` dispatches on it (`Geom`): 0
+    /// any, 1 `P8`, 2 `P8` and `W20`. Set once in `new` (issue 4: `run_pu` runs every ~4
+    /// accesses of a suite workload, and looked it up every time).
+    geom: u8,
     path_bits: [u64; 2],
     clock: f64,
     runq: VecDeque<usize>,
@@ -448,6 +452,7 @@ impl Simulator {
                 lat,
                 n_private,
                 p3: None,
+                geom: 0,
                 path_bits: [0; 2],
                 clock: 0.0,
                 runq: VecDeque::new(),
@@ -480,6 +485,14 @@ impl Simulator {
                 }
             }
             pu.p3 = Path3::of(&pu.path, pu.n_private, &caches);
+            pu.geom = pu.p3.map_or(0, |f| {
+                let c = |k: usize| &caches[k].cache;
+                match (c(f.l1).is_p8() && c(f.l2).is_p8(), c(f.l3).is_w20()) {
+                    (false, _) => 0,
+                    (true, false) => 1,
+                    (true, true) => 2,
+                }
+            });
         }
         let mut mem_nodes: Vec<usize> = (0..machine.nodes.len())
             .filter(|&i| machine.nodes[i].memory_bytes > 0)
@@ -891,6 +904,21 @@ impl Simulator {
         let cs = self.cfg.context_switch_ns;
         let pu = &mut self.pus[p];
         let front = *pu.runq.front()?;
+        if pu.runq.len() == 1 {
+            // One thread (issue 4: the common case, every ~4 accesses of a suite workload): what
+            // the general steps below do for it, without the scans and the rotation by 0. Not
+            // ready yet: the clock jumps to its `ready_at` (the fold's minimum, infinite for an
+            // infinite or NaN `ready_at`, which no `<` picks).
+            let r = self.threads[front].ready_at;
+            if !matches!(
+                r.partial_cmp(&pu.clock),
+                Some(Ordering::Less | Ordering::Equal)
+            ) {
+                pu.clock = if r < f64::INFINITY { r } else { f64::INFINITY };
+            }
+            pu.slice_end = pu.clock + slice;
+            return Some(front);
+        }
         if pu.runq.len() > 1 && pu.clock >= pu.slice_end {
             let th = &mut self.threads[front];
             let drained = th.hot.window.iter().copied().fold(pu.clock, f64::max);
@@ -927,17 +955,8 @@ impl Simulator {
 
     fn run_pu(&mut self, p: usize, horizon: f64) {
         // The directory's form, matched once here instead of on every lookup (`dir::Form`).
-        // And the first two levels' geometry on a common-shape path (`Geom`).
-        // 0: any, 1: `P8`, 2: `P8` and `W20`.
-        let geom = self.pus[p].p3.map_or(0, |f| {
-            let c = |k: usize| &self.caches[k].cache;
-            match (c(f.l1).is_p8() && c(f.l2).is_p8(), c(f.l3).is_w20()) {
-                (false, _) => 0,
-                (true, false) => 1,
-                (true, true) => 2,
-            }
-        });
-        match (self.dir.kind(), geom) {
+        // And the first two levels' geometry on a common-shape path (`Geom`, `Pu::geom`).
+        match (self.dir.kind(), self.pus[p].geom) {
             (FormKind::Packed, 0) => self.run_pu_in::<PackedForm, AnyGeom>(p, horizon),
             (FormKind::Narrow, 0) => self.run_pu_in::<NarrowForm, AnyGeom>(p, horizon),
             (FormKind::Wide, 0) => self.run_pu_in::<WideForm, AnyGeom>(p, horizon),
