@@ -265,8 +265,9 @@ impl<V: Copy + Default> LineMap<V> {
     /// Moves the keys of the first `n` slots, placed for `n` slots, to their places in the
     /// doubled table (`slots` and `shift` already doubled, the new half empty), without a second
     /// table (issue 4): the table keeps its host memory and only the added half is fresh, half
-    /// the fresh memory of building a new table, which the kernel must zero (at the ~1 GB/s of
-    /// this VM, 14 % of a suite workload's run went to it; on bare metal, ~10 GB/s, much less).
+    /// the fresh memory of building a new table, which the kernel must zero (on the development
+    /// VM, 7-14 % of a suite workload's CPU time went to the directory's growth; README,
+    /// "Workload suite speed").
     ///
     /// Why no key lands on a slot still holding a key not yet moved. A key of old home `h` has
     /// new home `2h` or `2h + 1` (one more bit of the same product). A run is a maximal block

@@ -511,7 +511,7 @@ impl Simulator {
             .map(|o| o.interval_ns.max(1) as f64)
             .unwrap_or(f64::INFINITY);
         let mut dir = Directory::new(tracked.len(), pus.len() as u32);
-        // Room for the directory to grow in place up to its bound: the tracked caches' lines.
+        // Room for the directory to grow in place up to the tracked caches' lines (`reserve`).
         dir.reserve(
             tracked
                 .iter()
