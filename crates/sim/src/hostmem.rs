@@ -35,6 +35,39 @@ pub(crate) fn filled<T: Clone>(n: usize, fill: T) -> Vec<T> {
     v
 }
 
+/// `filled(n, fill)` in a buffer with room for `room` values (or `n` if more), so that it can
+/// later be lengthened in place (`extend_filled`). The room beyond `n` is address space only
+/// until written: the allocator maps it untouched and the kernel gives it memory page by page on
+/// first write. If the room cannot be had (a host that refuses to overcommit), the buffer has
+/// `n` values' room, as `filled` gives (as it does when `room <= n`).
+pub(crate) fn filled_with_room<T: Clone>(n: usize, room: usize, fill: T) -> Vec<T> {
+    if room <= n {
+        return filled(n, fill);
+    }
+    let mut v: Vec<T> = Vec::new();
+    if v.try_reserve_exact(room.max(n)).is_err() {
+        v = Vec::with_capacity(n);
+    }
+    advise_huge(&v);
+    v.resize(n, fill);
+    v
+}
+
+/// Lengthens `v` to `n` values with copies of `fill` without moving it, if its buffer has room
+/// for `n` (`filled_with_room`); returns whether it did. Only the added part is written, so the
+/// kernel zeroes fresh memory only for it (issue 4). Without the room it returns false and
+/// leaves `v` alone: a reallocation would copy the values into fresh memory, and the copy, made
+/// before any huge page advice could reach the new buffer, would sit on small host pages.
+pub(crate) fn extend_filled<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) -> bool {
+    if n > v.capacity() {
+        return false;
+    }
+    if n > v.len() {
+        v.resize(n, fill);
+    }
+    true
+}
+
 /// `n` zeros, on huge pages where they span one. The zeros come from the allocator untouched
 /// (lazily zeroed pages), so a big array of which a run uses little costs little.
 pub(crate) fn zeros(n: usize) -> Vec<u64> {
@@ -73,5 +106,31 @@ mod tests {
         let z = zeros(n);
         assert_eq!(z.len(), n);
         assert!(z.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn issue4_extend_filled_lengthens_in_place_within_the_room_only() {
+        // Room for several huge pages; lengthened from below one to all of it.
+        let room = (5 << 20) / 8;
+        let mut v = filled_with_room(1000, room, 7u64);
+        assert!(v.capacity() >= room);
+        assert_eq!(v.len(), 1000);
+        for (i, x) in v.iter_mut().enumerate() {
+            *x = i as u64;
+        }
+        let at = v.as_ptr();
+        assert!(extend_filled(&mut v, room, 9));
+        assert_eq!((v.len(), v.as_ptr()), (room, at), "lengthened where it was");
+        assert!(v[..1000].iter().enumerate().all(|(i, &x)| x == i as u64));
+        assert!(v[1000..].iter().all(|&x| x == 9));
+        // No room left: refused, nothing changed; shorter than it is: nothing to do.
+        let cap = v.capacity();
+        assert!(!extend_filled(&mut v, cap + 1, 1));
+        assert_eq!(v.len(), room);
+        assert!(extend_filled(&mut v, 10, 1));
+        assert_eq!(v.len(), room);
+        // A room smaller than `n` gives `n` values.
+        let w = filled_with_room(5, 2, 1u8);
+        assert_eq!(w, [1; 5]);
     }
 }

@@ -80,11 +80,25 @@ impl<V: Copy + Default> LineMap<V> {
         Self::with_slots(n)
     }
 
+    /// An empty table of `n` slots with room to double in place up to `max` slots (issue 4):
+    /// address space only until the table grows into it (`hostmem::filled_with_room`). For a
+    /// table whose final size a caller can bound, such as the directory.
+    pub(crate) fn with_room(n: usize, max: usize) -> Self {
+        Self::with_slots_room(n, max)
+    }
+
     fn with_slots(n: usize) -> Self {
+        Self::with_slots_room(n, 0)
+    }
+
+    fn with_slots_room(n: usize, max: usize) -> Self {
         let n = n.next_power_of_two().max(8);
+        // A power of two at least `n`, or no room beyond `n` (one that overflows is not taken).
+        let room = max.checked_next_power_of_two().unwrap_or(n).max(n);
         LineMap {
-            slots: crate::hostmem::filled(
+            slots: crate::hostmem::filled_with_room(
                 n,
+                room,
                 Slot {
                     key: EMPTY,
                     val: V::default(),
@@ -346,24 +360,102 @@ impl<V: Copy + Default> LineMap<V> {
         self.slots[hole].key = EMPTY;
     }
 
-    /// Doubles the slots and places every key again. The keys are distinct and the new table is
-    /// at most a quarter full, so each goes to the first empty slot from its home without
-    /// `insert`'s tests for a growth or an equal key (the same slots `insert` would give).
+    /// Doubles the slots and places every key again: in place where the table has the room
+    /// (`with_room`), else into a new table.
     fn grow(&mut self) {
-        let mut bigger = Self::with_slots(self.slots.len() * 2);
-        let mask = bigger.mask();
+        let n = self.slots.len();
+        let empty = Slot {
+            key: EMPTY,
+            val: V::default(),
+        };
+        if crate::hostmem::extend_filled(&mut self.slots, 2 * n, empty) {
+            self.shift -= 1;
+            self.replace_in_place(n);
+            return;
+        }
+        // A new table at most a quarter full: each key goes to the first empty slot from its
+        // home without `insert`'s tests for a growth or an equal key.
+        let mut bigger = Self::with_slots(n * 2);
         for s in &self.slots {
             if s.key != EMPTY {
-                let mut i = bigger.home(s.key);
-                while bigger.slots[i].key != EMPTY {
-                    i = (i + 1) & mask;
-                }
-                bigger.slots[i] = *s;
+                bigger.place(*s);
             }
         }
         bigger.max_key = self.max_key;
         bigger.len = self.len;
         *self = bigger;
+    }
+
+    /// Moves the keys of the first `n` slots, placed for `n` slots, to their places in the
+    /// doubled table (`slots` and `shift` already doubled, the new half empty), without a second
+    /// table (issue 4): the table keeps its host memory and only the added half is fresh, half
+    /// the fresh memory of building a new table, which the kernel must zero (on the development
+    /// VM, 7-14 % of a suite workload's CPU time went to the directory's growth; README,
+    /// "Workload suite speed").
+    ///
+    /// Why no key lands on a slot still holding a key not yet moved. A key of old home `h` has
+    /// new home `2h` or `2h + 1` (one more bit of the same product). A run is a maximal block
+    /// `[s, e]` of full old slots; if it does not wrap (slot `s - 1` is empty) its keys have homes
+    /// in `[s, e]` (a probe from a home only crosses full slots), and placed alone into the new
+    /// table they fill slots within `[2s, 2e + 1]`: at or above `s`, below `2n`, and below `2s'`
+    /// for the next run `[s', e']` (`s' >= e + 2`), whose keys go at `2s'` or above. (Within
+    /// `[2s, 2e + 1]`: the `k` keys of homes `>= x` occupy `k` old slots in `[x, e]`, so
+    /// `x + k - 1 <= e`; in the new table their homes are `2x` or above and they fill slots up
+    /// to at most `2x + 1 + k - 1 <= x + e + 1 <= 2e + 1`, whatever their order.) So the runs are
+    /// moved from the highest down, each taken out whole before its keys are placed from their
+    /// new homes: a placement crosses and takes only empty slots or slots of runs already
+    /// placed, never an old slot below `s` (runs not yet moved), and needs no wrap. The keys
+    /// before the first empty old slot (a run that may have wrapped from the top, homes
+    /// anywhere) are set aside first and placed last, by ordinary probing in the finished table.
+    /// Every key is then reachable from its home (every slot a probe crossed stays full), which
+    /// is all lookups need: slot positions are never observable (the table is never iterated).
+    fn replace_in_place(&mut self, n: usize) {
+        // The first empty old slot; there is one (at most half the slots are full when `insert`
+        // grows), else every key is set aside, which is slower but as correct.
+        let first_empty = self.slots[..n]
+            .iter()
+            .position(|s| s.key == EMPTY)
+            .unwrap_or(n);
+        let wrapped: Vec<Slot<V>> = self.slots[..first_empty].to_vec();
+        for s in &mut self.slots[..first_empty] {
+            s.key = EMPTY;
+        }
+        let mut run: Vec<Slot<V>> = Vec::new();
+        let mut e = n;
+        while e > first_empty {
+            e -= 1;
+            if self.slots[e].key == EMPTY {
+                continue;
+            }
+            // The run ending at `e` starts after an empty slot at or above `first_empty`.
+            let mut s = e;
+            while self.slots[s - 1].key != EMPTY {
+                s -= 1;
+            }
+            run.clear();
+            run.extend_from_slice(&self.slots[s..=e]);
+            for x in &mut self.slots[s..=e] {
+                x.key = EMPTY;
+            }
+            for x in &run {
+                self.place(*x);
+            }
+            e = s;
+        }
+        for x in wrapped {
+            self.place(x);
+        }
+    }
+
+    /// Puts `slot` (a key absent from the table) at the first empty slot from its home.
+    #[inline]
+    fn place(&mut self, slot: Slot<V>) {
+        let mask = self.mask();
+        let mut i = self.home(slot.key);
+        while self.slots[i].key != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = slot;
     }
 }
 
@@ -371,6 +463,73 @@ impl<V: Copy + Default> LineMap<V> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn issue4_in_place_growth_keeps_every_key_including_wrapped_runs() {
+        // Runs that wrap past the last slot when the table grows: many keys whose home is one of
+        // the last slots (and a few at the first), so that the in-place growth must set them
+        // aside; then random keys and removals across many growths.
+        for (top, room) in [(1usize, 0usize), (3, 1 << 20), (20, 1 << 20), (20, 512)] {
+            let mut m: LineMap<u64> = LineMap::with_room(64, room);
+            let mut r: HashMap<u64, u64> = HashMap::new();
+            let n = m.slots.len();
+            let mut k = 0u64;
+            let mut near_top = 0;
+            while near_top < 31 {
+                k += 1;
+                if m.home(k) >= n - top || m.home(k) == 0 {
+                    m.insert(k, k * 3);
+                    r.insert(k, k * 3);
+                    near_top += 1;
+                }
+            }
+            assert_eq!(m.slots.len(), n, "no growth yet");
+            // The 33rd key grows the table, with a wrapped run in it.
+            let wrapped_before = m.slots[0].key != EMPTY && m.slots[n - 1].key != EMPTY;
+            assert!(wrapped_before, "a run wraps before the growth (top {top})");
+            let mut x = 0x1234_5678_9abc_def1u64 ^ top as u64;
+            let mut grown = 0;
+            for step in 0..120_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let key = x >> 20;
+                let before = m.slots.len();
+                if x.is_multiple_of(5) {
+                    assert_eq!(m.remove(&key), r.remove(&key).is_some());
+                    let old = *r.keys().next().unwrap_or(&0);
+                    assert_eq!(m.remove(&old), r.remove(&old).is_some());
+                } else {
+                    m.insert(key, step);
+                    r.insert(key, step);
+                }
+                if m.slots.len() != before {
+                    grown += 1;
+                    // Right after a growth: every key found with its value, nothing else.
+                    for (k, v) in &r {
+                        assert_eq!(
+                            m.get(k),
+                            Some(v),
+                            "key {k} after growing to {}",
+                            m.slots.len()
+                        );
+                    }
+                    assert_eq!(m.get(&(u64::MAX - 1)), None);
+                }
+                assert_eq!(m.len(), r.len());
+            }
+            assert!(grown >= 10, "{grown} growths");
+            // In place while the room lasted, in a new table after.
+            assert_eq!(
+                m.slots.capacity() >= 1 << 20,
+                room == 1 << 20,
+                "room {room}"
+            );
+            for (k, v) in &r {
+                assert_eq!(m.get(k), Some(v));
+            }
+        }
+    }
 
     #[test]
     fn linemap_agrees_with_hashmap_under_random_inserts_and_removes() {

@@ -9,7 +9,8 @@
 //! level holding the line; a miss of every level costs a cache-to-cache transfer when another core
 //! holds the line modified, else the memory latency from the fabric (with queue waits).
 
-use std::cmp::Reverse;
+use std::cmp::{Ordering, Reverse};
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -167,6 +168,10 @@ struct Pu {
     n_private: usize,
     /// `path` in the common shape, if it is (`Path3::of`).
     p3: Option<Path3>,
+    /// The first two levels' geometry on `p3`'s path, as `run_pu` dispatches on it (`Geom`): 0
+    /// any, 1 `P8`, 2 `P8` and `W20`. Set once in `new` (issue 4: `run_pu` runs every ~4
+    /// accesses of a suite workload, and looked it up every time).
+    geom: u8,
     path_bits: [u64; 2],
     clock: f64,
     runq: VecDeque<usize>,
@@ -447,6 +452,7 @@ impl Simulator {
                 lat,
                 n_private,
                 p3: None,
+                geom: 0,
                 path_bits: [0; 2],
                 clock: 0.0,
                 runq: VecDeque::new(),
@@ -479,6 +485,14 @@ impl Simulator {
                 }
             }
             pu.p3 = Path3::of(&pu.path, pu.n_private, &caches);
+            pu.geom = pu.p3.map_or(0, |f| {
+                let c = |k: usize| &caches[k].cache;
+                match (c(f.l1).is_p8() && c(f.l2).is_p8(), c(f.l3).is_w20()) {
+                    (false, _) => 0,
+                    (true, false) => 1,
+                    (true, true) => 2,
+                }
+            });
         }
         let mut mem_nodes: Vec<usize> = (0..machine.nodes.len())
             .filter(|&i| machine.nodes[i].memory_bytes > 0)
@@ -496,7 +510,14 @@ impl Simulator {
             .as_ref()
             .map(|o| o.interval_ns.max(1) as f64)
             .unwrap_or(f64::INFINITY);
-        let dir = Directory::new(tracked.len(), pus.len() as u32);
+        let mut dir = Directory::new(tracked.len(), pus.len() as u32);
+        // Room for the directory to grow in place up to the tracked caches' lines (`reserve`).
+        dir.reserve(
+            tracked
+                .iter()
+                .map(|&k| (specs[k].size_bytes / u64::from(specs[k].line_bytes.max(1))) as usize)
+                .fold(0usize, usize::saturating_add),
+        );
         Simulator {
             machine: machine.clone(),
             rng: Rng::new(cfg.seed),
@@ -691,37 +712,60 @@ impl Simulator {
     }
 
     /// Simulates until every PU's clock has reached `limit` ns (or nothing is left to run).
+    ///
+    /// The heap orders the runnable PUs by clock (ties by index; clocks are `>= 0`, so their bits
+    /// order as the values do): the PU furthest behind runs next, up to `quantum_ns` past the
+    /// next one's clock, so that PUs interleave in simulated time. Each PU is in the heap at most
+    /// once (`in_heap`), so the keys are distinct and any correct heap pops them in the same
+    /// order. The PU that runs stays at the top while it runs instead of a pop and a push (issue
+    /// 4): the next clock is the smaller of the top's children (what `peek` would give after a
+    /// `pop`), and its new key is written in place (`PeekMut`, one sift down). A PU that
+    /// `run_pu` enqueues (a thread woken by a barrier or a post) may get above it meanwhile: then
+    /// it is found and taken out (`retain`), as rarely as wake-ups happen.
     pub(crate) fn run_until(&mut self, limit: f64) {
-        while let Some(Reverse((bits, p))) = self.heap.pop() {
+        while let Some(&Reverse((bits, p))) = self.heap.peek() {
             let clock = f64::from_bits(bits);
             if clock >= limit {
-                self.heap.push(Reverse((bits, p)));
                 break;
             }
             if clock >= self.next_induced {
-                self.heap.push(Reverse((bits, p)));
                 self.induce_faults();
                 continue;
             }
             if clock >= self.next_balance {
-                self.heap.push(Reverse((bits, p)));
                 self.os_balance();
                 continue;
             }
-            let next = self
-                .heap
-                .peek()
-                .map(|Reverse((b, _))| f64::from_bits(*b))
-                .unwrap_or(f64::INFINITY);
+            let below = self.heap.as_slice();
+            let next = match (below.get(1), below.get(2)) {
+                (Some(Reverse((a, _))), Some(Reverse((b, _)))) => f64::from_bits(*a.min(b)),
+                (Some(Reverse((a, _))), None) => f64::from_bits(*a),
+                _ => f64::INFINITY,
+            };
             let horizon = (next + self.cfg.quantum_ns)
                 .min(limit)
                 .min(self.next_induced)
                 .min(self.next_balance);
             self.run_pu(p, horizon);
-            if self.pus[p].runq.is_empty() {
-                self.pus[p].in_heap = false;
+            let keep = !self.pus[p].runq.is_empty();
+            let key = Reverse((self.pus[p].clock.to_bits(), p));
+            let on_top = self.heap.peek().is_some_and(|Reverse((_, q))| *q == p);
+            if on_top {
+                if let Some(mut top) = self.heap.peek_mut() {
+                    if keep {
+                        *top = key;
+                    } else {
+                        PeekMut::pop(top);
+                    }
+                }
             } else {
-                self.heap.push(Reverse((self.pus[p].clock.to_bits(), p)));
+                self.heap.retain(|Reverse((_, q))| *q != p);
+                if keep {
+                    self.heap.push(key);
+                }
+            }
+            if !keep {
+                self.pus[p].in_heap = false;
             }
         }
         if limit.is_finite() {
@@ -860,6 +904,21 @@ impl Simulator {
         let cs = self.cfg.context_switch_ns;
         let pu = &mut self.pus[p];
         let front = *pu.runq.front()?;
+        if pu.runq.len() == 1 {
+            // One thread (issue 4: the common case, every ~4 accesses of a suite workload): what
+            // the general steps below do for it, without the scans and the rotation by 0. Not
+            // ready yet: the clock jumps to its `ready_at` (the fold's minimum, infinite for an
+            // infinite or NaN `ready_at`, which no `<` picks).
+            let r = self.threads[front].ready_at;
+            if !matches!(
+                r.partial_cmp(&pu.clock),
+                Some(Ordering::Less | Ordering::Equal)
+            ) {
+                pu.clock = if r < f64::INFINITY { r } else { f64::INFINITY };
+            }
+            pu.slice_end = pu.clock + slice;
+            return Some(front);
+        }
         if pu.runq.len() > 1 && pu.clock >= pu.slice_end {
             let th = &mut self.threads[front];
             let drained = th.hot.window.iter().copied().fold(pu.clock, f64::max);
@@ -896,17 +955,8 @@ impl Simulator {
 
     fn run_pu(&mut self, p: usize, horizon: f64) {
         // The directory's form, matched once here instead of on every lookup (`dir::Form`).
-        // And the first two levels' geometry on a common-shape path (`Geom`).
-        // 0: any, 1: `P8`, 2: `P8` and `W20`.
-        let geom = self.pus[p].p3.map_or(0, |f| {
-            let c = |k: usize| &self.caches[k].cache;
-            match (c(f.l1).is_p8() && c(f.l2).is_p8(), c(f.l3).is_w20()) {
-                (false, _) => 0,
-                (true, false) => 1,
-                (true, true) => 2,
-            }
-        });
-        match (self.dir.kind(), geom) {
+        // And the first two levels' geometry on a common-shape path (`Geom`, `Pu::geom`).
+        match (self.dir.kind(), self.pus[p].geom) {
             (FormKind::Packed, 0) => self.run_pu_in::<PackedForm, AnyGeom>(p, horizon),
             (FormKind::Narrow, 0) => self.run_pu_in::<NarrowForm, AnyGeom>(p, horizon),
             (FormKind::Wide, 0) => self.run_pu_in::<WideForm, AnyGeom>(p, horizon),

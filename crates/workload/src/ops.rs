@@ -119,16 +119,32 @@ impl Step {
     }
 }
 
-/// How many of the first `n` visited lines a write fraction `w` writes.
+/// How many of the first `n` visited lines a write fraction `w` writes: `floor(n * w)`.
+///
+/// Without a call of libm's `floor` (issue 4): the float-to-integer `as` cast truncates toward
+/// zero, saturates at 0 and `u64::MAX` and maps NaN to 0. For `x >= 0` truncation is `floor`,
+/// and `floor(x) as u64` saturates exactly when `x` does (`floor(x) >= 2^64` if and only if
+/// `x >= 2^64`, 2^64 being an integer), so `x as u64 == x.floor() as u64` for every `x` the
+/// clamp can give (`n * w` with `w` in `[0, 1]`, or NaN when `w` is NaN): the same count always.
 fn writes_among(n: u64, w: f64) -> u64 {
-    (n as f64 * w.clamp(0.0, 1.0)).floor() as u64
+    (n as f64 * w.clamp(0.0, 1.0)) as u64
 }
 
 /// Whether the `i`-th visited line is written under write fraction `w`: spread evenly (the
 /// `i`-th line is written when the running count of writes goes up), deterministic.
+///
+/// The definition is `floor((i + 1) w) > floor(i w)` in `f64`; this compares the truncations
+/// instead (issue 4: libm's `floor` was 2 % of a suite run). Exact: both products are computed
+/// as before (same roundings), both are `>= 0` or NaN (`w` clamped to `[0, 1]`; a NaN `w`
+/// stays NaN, and then both forms say false: NaN `>` NaN and 0 `>` 0), and for `0 <= x < 2^64`
+/// the cast `x as u64` is exactly `floor(x)` (truncation toward zero, and `floor(x) < 2^64` is
+/// representable in `u64`). Both products are below 2^64 whenever `i < 2^64 - 2^11` (then
+/// `(i + 1) as f64 <= 2^64 - 2^11` and `w <= 1`), i.e. for every index a run can reach (a
+/// sweep or random step of 2^63 accesses would run for centuries). `issue4_` tests compare the
+/// two forms over many `i` and `w`.
 fn writes(i: u64, w: f64) -> bool {
     let w = w.clamp(0.0, 1.0);
-    ((i + 1) as f64 * w).floor() > (i as f64 * w).floor()
+    ((i + 1) as f64 * w) as u64 > (i as f64 * w) as u64
 }
 
 /// A deterministic 64-bit mix (SplitMix64's finaliser), the generators' only randomness.
@@ -280,6 +296,89 @@ impl Iterator for Ops {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The definitions `writes` and `writes_among` had before issue 4, with libm's `floor`.
+    fn writes_floor(i: u64, w: f64) -> bool {
+        let w = w.clamp(0.0, 1.0);
+        ((i + 1) as f64 * w).floor() > (i as f64 * w).floor()
+    }
+
+    fn writes_among_floor(n: u64, w: f64) -> u64 {
+        (n as f64 * w.clamp(0.0, 1.0)).floor() as u64
+    }
+
+    #[test]
+    fn issue4_writes_without_floor_match_the_f64_formula() {
+        // Awkward fractions (thirds, sevenths, 0.1, values next to 0, 1/2 and 1), the ends,
+        // values outside [0, 1] (clamped), infinities and NaN.
+        let mut ws = vec![
+            0.0,
+            -0.0,
+            1.0,
+            0.5,
+            0.25,
+            0.1,
+            0.2,
+            0.3,
+            1.0 / 3.0,
+            2.0 / 3.0,
+            1.0 / 7.0,
+            0.999_999_999_999,
+            1e-300,
+            f64::MIN_POSITIVE,
+            5e-324,
+            -0.5,
+            1.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::from_bits(0.5f64.to_bits() - 1),
+            f64::from_bits(0.5f64.to_bits() + 1),
+            f64::from_bits(1.0f64.to_bits() - 1),
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200 {
+            x = mix(x);
+            ws.push((x >> 11) as f64 / (1u64 << 53) as f64);
+        }
+        // Small indices densely, then indices around powers of two (where `as f64` starts to
+        // round) and large random ones.
+        let mut is: Vec<u64> = (0..5000).collect();
+        for b in 1..63 {
+            let p = 1u64 << b;
+            is.extend([p - 2, p - 1, p, p + 1]);
+        }
+        for _ in 0..2000 {
+            x = mix(x);
+            is.push(x >> (x % 40 + 1));
+        }
+        is.extend([
+            u64::MAX / 2,
+            (1 << 53) + 1,
+            (1 << 53) + 3,
+            (1 << 62) + 12345,
+        ]);
+        let mut checked = 0u64;
+        let mut written = 0u64;
+        for &w in &ws {
+            for &i in &is {
+                let f = writes_floor(i, w);
+                assert_eq!(writes(i, w), f, "writes({i}, {w:e})");
+                assert_eq!(
+                    writes_among(i, w),
+                    writes_among_floor(i, w),
+                    "writes_among({i}, {w:e})"
+                );
+                checked += 1;
+                written += u64::from(f);
+            }
+        }
+        // The comparison covered both answers.
+        assert!(written > 0 && written < checked, "{written} of {checked}");
+        // w = 0 never writes, w = 1 always does.
+        assert!((0..1000).all(|i| !writes(i, 0.0) && writes(i, 1.0)));
+        assert_eq!(writes_among(1000, 1.0 / 3.0), 333);
+    }
 
     #[test]
     fn sweeps_and_randoms_issue_what_they_announce() {
