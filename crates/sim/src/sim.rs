@@ -2068,7 +2068,9 @@ mod tests {
         let shaped = sim.pus.iter().filter(|pu| pu.p3.is_some()).count();
         if general {
             for pu in &mut sim.pus {
+                // The dispatch on geometry goes with the shape: the general path throughout.
                 pu.p3 = None;
+                pu.geom = 0;
             }
         }
         // 48 lines of one set of PU 0's last level (more than its ways), from 0x2000_0000.
