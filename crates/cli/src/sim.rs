@@ -38,8 +38,8 @@ pub struct SimArgs {
     /// from a profiling replay of the workload's access streams.
     #[arg(long, value_name = "POLICY", default_value = "first-touch")]
     data: String,
-    /// Threads per program (overrides the workload's).
-    #[arg(long, value_name = "N")]
+    /// Threads per program (overrides the workload's; at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     nthreads: Option<u32>,
     /// Scale every array of the workload by this factor.
     #[arg(long, value_name = "F")]

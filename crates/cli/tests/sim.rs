@@ -167,6 +167,20 @@ start_ns = 5000
         .assert()
         .failure()
         .stderr(predicate::str::contains("cpu 99"));
+    // No thread at all is refused, not run as one thread.
+    numaff()
+        .args([
+            "sim",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--workload",
+            "nas-ep",
+            "--nthreads",
+            "0",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--nthreads"));
 }
 
 /// `--trace` replays a recorded trace (here a CSV one written by numaff_behave) thread by thread.
