@@ -26,6 +26,10 @@ impl Layout {
 /// Arrays per task and the address space per task (queued kernels get their own).
 const ARRAYS: u64 = 8;
 
+/// The largest array `layout` spaces by 4 x its size within a task's 2^40 bytes (8 arrays of
+/// 2^37): 32 GiB. `Workload::check` refuses larger ones, which would overlap their neighbours.
+pub(crate) const MAX_ARRAY_BYTES: u64 = (1 << 40) / ARRAYS / 4;
+
 /// Task `task` (0 = the program's kernel, then its queued ones) gets 2^40 bytes of address space
 /// from `task + 1` TiB; its arrays are spaced by a power of two at least 4 x the array size.
 fn layout(p: &Program, n: u64, task: u64) -> Layout {

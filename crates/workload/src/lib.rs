@@ -274,6 +274,8 @@ pub fn build(
     w: &Workload,
     opts: &RunOptions,
 ) -> Result<(Vec<ProcessSpec>, SimConfig), String> {
+    // Again here: `with_threads` and `scaled` change a checked workload.
+    w.check()?;
     let cpus = placement(machine, w, &opts.threads, opts.seed)?;
     let mut procs = Vec::new();
     for (p, cpus) in w.programs.iter().zip(&cpus) {

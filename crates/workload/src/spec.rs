@@ -198,7 +198,7 @@ impl Workload {
         if self.programs.is_empty() {
             return Err("no [[program]]".into());
         }
-        fn check(p: &Program, queued: bool) -> Result<(), String> {
+        fn check(p: &Program, queued: bool, threads: u32) -> Result<(), String> {
             let k = p.kernel.name();
             if p.kernel == Kernel::Trace {
                 return match &p.replay {
@@ -213,6 +213,20 @@ impl Workload {
             if p.lines < 16 {
                 return Err(format!("{k}: lines must be at least 16"));
             }
+            // Queued kernels run on their program's threads (`kernels::thread_steps`).
+            let array = u64::from(threads.max(1))
+                .checked_mul(p.lines)
+                .and_then(|l| l.checked_mul(crate::ops::LINE))
+                .filter(|&b| b <= crate::kernels::MAX_ARRAY_BYTES);
+            if array.is_none() {
+                return Err(format!(
+                    "{k}: {} threads x {} lines of 64 bytes is more than the {} GiB an array can take; \
+                     lower lines, threads or --scale",
+                    threads.max(1),
+                    p.lines,
+                    crate::kernels::MAX_ARRAY_BYTES >> 30
+                ));
+            }
             if p.phases == 0 {
                 return Err(format!("{k}: phases must be at least 1"));
             }
@@ -220,11 +234,13 @@ impl Workload {
                 return Err(format!("{k}: write_fraction must be in [0, 1]"));
             }
             for q in &p.then {
-                check(q, true)?;
+                check(q, true, threads)?;
             }
             Ok(())
         }
-        self.programs.iter().try_for_each(|p| check(p, false))
+        self.programs
+            .iter()
+            .try_for_each(|p| check(p, false, p.threads))
     }
 
     /// Total threads of all programs.

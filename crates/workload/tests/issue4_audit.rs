@@ -293,3 +293,32 @@ huge_pages = true
     assert!(ol.remote_accesses > 0 && ol.local_accesses > 0);
     assert!(base.with_huge_pages().programs[0].huge_pages);
 }
+
+/// A program's arrays must fit the room the generator lays them out in (32 GiB each); a larger
+/// one, from a file or from `--scale` / `--nthreads` on a checked workload, is refused with a
+/// message instead of running with arrays that overlap.
+#[test]
+fn issue4_audit_arrays_larger_than_their_room_are_refused() {
+    let m = machines::load("kmaf-sim-4x2").unwrap();
+    let huge = sp().scaled(1e9);
+    let err = run(&m, &huge, &RunOptions::default()).unwrap_err();
+    assert!(err.contains("an array can take"), "{err}");
+    // Exactly 32 GiB per array is accepted, one line more is not.
+    let threads = sp().programs[0].threads;
+    let mut w = sp();
+    w.programs[0].lines = (32u64 << 30) / 64 / u64::from(threads);
+    assert_eq!(w.check(), Ok(()));
+    w.programs[0].lines += 1;
+    assert!(w
+        .check()
+        .unwrap_err()
+        .contains("lower lines, threads or --scale"));
+    let text = "name = \"big\"\ndescription = \"d\"\nfollows = \"a test\"\n[[program]]\n\
+                kernel = \"ep\"\nthreads = 4\nlines = 1099511627776\niterations = 1\n\
+                compute_cycles = 1\nwrite_fraction = 0.0\n";
+    let err = Workload::from_toml(text, "big.toml").unwrap_err();
+    assert!(
+        err.starts_with("big.toml: ep: 4 threads x 1099511627776 lines"),
+        "{err}"
+    );
+}
