@@ -185,6 +185,11 @@ pub struct Workload {
     pub programs: Vec<Program>,
 }
 
+/// Threads per program at most: a simulated thread takes about 3 KB of host memory beside its
+/// caches' share, so this bounds a run to a few hundred MB of thread state (a machine has far
+/// fewer PUs; more threads than PUs time-share).
+pub const MAX_THREADS: u32 = 1 << 16;
+
 impl Workload {
     /// Parses and checks a workload file's text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Workload, String> {
@@ -209,6 +214,13 @@ impl Workload {
             }
             if p.threads == 0 && !queued {
                 return Err(format!("{k}: threads must be at least 1"));
+            }
+            if p.threads > MAX_THREADS {
+                return Err(format!(
+                    "{k}: {} threads is more than the {MAX_THREADS} a program can have \
+                     (each simulated thread takes host memory)",
+                    p.threads
+                ));
             }
             if p.lines < 16 {
                 return Err(format!("{k}: lines must be at least 16"));

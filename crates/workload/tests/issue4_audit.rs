@@ -294,9 +294,10 @@ huge_pages = true
     assert!(base.with_huge_pages().programs[0].huge_pages);
 }
 
-/// A program's arrays must fit the room the generator lays them out in (32 GiB each); a larger
-/// one, from a file or from `--scale` / `--nthreads` on a checked workload, is refused with a
-/// message instead of running with arrays that overlap.
+/// A program's arrays must fit the room the generator lays them out in (32 GiB each), and its
+/// threads the host (at most 65,536); larger ones, from a file or from `--scale` / `--nthreads`
+/// on a checked workload, are refused with a message instead of running with arrays that overlap
+/// or until the host runs out of memory.
 #[test]
 fn issue4_audit_arrays_larger_than_their_room_are_refused() {
     let m = machines::load("kmaf-sim-4x2").unwrap();
@@ -313,6 +314,13 @@ fn issue4_audit_arrays_larger_than_their_room_are_refused() {
         .check()
         .unwrap_err()
         .contains("lower lines, threads or --scale"));
+    // So is a thread count that would take more host memory than a run should.
+    let err = sp().with_threads(70_000).check().unwrap_err();
+    assert!(
+        err.contains("70000 threads is more than the 65536"),
+        "{err}"
+    );
+    assert_eq!(sp().with_threads(1 << 16).check(), Ok(()));
     let text = "name = \"big\"\ndescription = \"d\"\nfollows = \"a test\"\n[[program]]\n\
                 kernel = \"ep\"\nthreads = 4\nlines = 1099511627776\niterations = 1\n\
                 compute_cycles = 1\nwrite_fraction = 0.0\n";
