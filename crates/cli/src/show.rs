@@ -77,8 +77,11 @@ pub fn run(args: &ShowArgs) -> Result<()> {
                 print!("\x1b[2J\x1b[H");
             }
             print!("{}", render(&processes, &machine, args.all));
-            for e in &errors {
-                eprintln!("numaff: {e}");
+            // With nothing shown the errors are the command's error, printed once below.
+            if !processes.is_empty() || args.watch.is_some() {
+                for e in &errors {
+                    eprintln!("numaff: {e}");
+                }
             }
         }
         match args.watch {

@@ -94,7 +94,11 @@ fn issue3_show_of_an_exited_process_says_so() {
         .args(["show", &pid])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("has exited"));
+        .stderr(predicate::str::contains("has exited"))
+        // Said once, as the command's error, not also as a warning before it.
+        .stderr(predicate::function(|e: &str| {
+            e.matches("has exited").count() == 1
+        }));
 }
 
 #[test]
