@@ -272,7 +272,8 @@ pub struct Metrics {
 
 /// Eq. 2.2.
 pub fn lcomm(m: &[Vec<f64>]) -> f64 {
-    m.iter().flatten().sum()
+    // From 0.0: `Sum` of no values is -0.0, which printed as "-0 B" for an empty trace.
+    m.iter().flatten().fold(0.0, |a, b| a + b)
 }
 
 /// Eq. 2.4: the clusters' distinct task counts over (tasks × clusters). `events` and `assignment`
@@ -452,6 +453,15 @@ mod tests {
             d.access(9, 0, 0x1000, false).map(|e| (e.from, e.to)),
             Some((1, 0))
         );
+    }
+
+    /// No communication is Lcomm +0.0, not -0.0 (an empty trace printed "-0 B" and `-0.0` in JSON).
+    #[test]
+    fn issue5_lcomm_of_nothing_is_positive_zero() {
+        for m in [vec![], vec![vec![]], vec![vec![0.0, 0.0], vec![0.0, 0.0]]] {
+            let l = lcomm(&m);
+            assert!(l == 0.0 && l.is_sign_positive(), "{m:?}: {l:?}");
+        }
     }
 
     /// Hand example: 3 tasks; events (0,1,100 B) twice and (1,2,50 B) once.

@@ -272,6 +272,9 @@ fn render_text(trace: &Path, a: &Analysis, interval_s: f64) -> String {
     }
     let p = &a.pages;
     let node_list = |v: &[u64]| {
+        if v.is_empty() {
+            return "none".to_string();
+        }
         v.iter()
             .enumerate()
             .map(|(n, c)| format!("{n}: {c}"))

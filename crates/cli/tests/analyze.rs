@@ -134,6 +134,32 @@ fn analyze_text_names_the_class_and_its_meaning() {
     assert!(text.contains("unknown"), "{text}");
 }
 
+/// A trace with a header and no sample is analysed as empty: no "-0 B", no blank per-node lists.
+#[test]
+fn issue5_analyze_of_an_empty_trace_says_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("empty.csv");
+    std::fs::write(
+        &csv,
+        "time_ns,pid,tid,cpu,node,addr,kind,latency_ns,data_source\n",
+    )
+    .unwrap();
+    let out = numaff(&["analyze", csv.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 samples"), "{text}");
+    assert!(text.contains("Lcomm           0 B"), "{text}");
+    assert!(!text.contains("-0"), "{text}");
+    assert!(
+        text.contains("first touch per node none; most used from none"),
+        "{text}"
+    );
+}
+
 #[test]
 fn analyze_of_a_corrupt_trace_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
