@@ -48,7 +48,7 @@ pub struct ApplyArgs {
 pub fn run(args: &ApplyArgs) -> Result<u8> {
     if !(args.interval > 0.0 && args.interval.is_finite() && args.interval <= 10_000.0) {
         bail!(
-            "--interval takes milliseconds between 0 and 10000, not {}",
+            "--interval takes milliseconds above 0 and at most 10000, not {}",
             args.interval
         );
     }

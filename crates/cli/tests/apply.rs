@@ -278,4 +278,15 @@ fn issue6_apply_checks_the_mapping_against_this_machine() {
         .assert()
         .failure()
         .stderr(predicates::str::contains("'q' is not a hex digit"));
+    // A zero interval is refused with the range it must be in (the message once said "between
+    // 0 and 10000" of 0 itself).
+    numaff()
+        .arg("apply")
+        .arg(&other)
+        .args(["--interval", "0", "--", "true"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            "--interval takes milliseconds above 0 and at most 10000, not 0",
+        ));
 }
