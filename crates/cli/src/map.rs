@@ -206,6 +206,15 @@ pub fn run(args: &MapArgs) -> Result<()> {
     let algo = algo.context("give --algo A (or --compare)")?;
     let result = run_one(algo);
     if let Some(e) = &result.error {
+        // Neither a matrix nor a trace gives the 3DyRM metrics these two start from (README).
+        if matches!(algo, Algorithm::Cimar | Algorithm::Nimar) {
+            bail!(
+                "{e}; {} also needs each thread's 3DyRM metrics (operations, memory accesses, \
+                 latency, from hardware sampling), for which `numaff map` has no input yet: use \
+                 another algorithm here (`numaff map --compare` lists them)",
+                algo.name()
+            );
+        }
         bail!("{e}");
     }
     let baselines: Vec<Figures> = [Algorithm::Compact, Algorithm::Scatter]

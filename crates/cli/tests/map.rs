@@ -250,6 +250,9 @@ fn issue6_map_errors_say_where_and_what() {
         .failure()
         .stderr(predicate::str::contains(
             "cimar: needs the current placement",
+        ))
+        .stderr(predicate::str::contains(
+            "cimar also needs each thread's 3DyRM metrics",
         ));
     numaff()
         .args([
