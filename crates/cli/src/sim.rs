@@ -139,11 +139,13 @@ pub fn run(args: &SimArgs) -> Result<()> {
         data,
         seed: args.seed,
     };
-    // A spinner that appears only when the run takes more than a second.
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+    // A bar that appears only when the run takes more than a second, towards the accesses the
+    // run will issue (known from the workload's steps), with the time left at the rate so far.
+    let total = numaff_workload::total_accesses(&workload);
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
     bar.set_style(
-        ProgressStyle::with_template("{spinner} simulating {msg} [{elapsed}]")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ProgressStyle::with_template("simulating {msg} {bar:20} {percent:>3}%, {eta} left")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let started = Instant::now();
     let mut shown = false;
@@ -154,12 +156,13 @@ pub fn run(args: &SimArgs) -> Result<()> {
         }
         if shown {
             bar.set_message(format!(
-                "{}: {:.2} ms simulated, {:.1} M accesses",
+                "{}: {:.1} ms, {:.1}/{:.1} M accesses",
                 workload.name,
                 now as f64 / 1e6,
-                accesses as f64 / 1e6
+                accesses as f64 / 1e6,
+                total as f64 / 1e6
             ));
-            bar.tick();
+            bar.set_position(accesses);
         }
     })
     .map_err(anyhow::Error::msg)

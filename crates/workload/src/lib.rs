@@ -184,6 +184,18 @@ pub fn thread_ops(p: &Program) -> Vec<Ops> {
         .collect()
 }
 
+/// The memory accesses a run of `w` issues, from its threads' steps without unrolling them
+/// (`Step::accesses`): what the run's report will count, so that a progress display can say how
+/// far along a run is.
+pub fn total_accesses(w: &Workload) -> u64 {
+    w.programs
+        .iter()
+        .flat_map(|p| (0..p.threads).map(move |t| kernels::thread_steps(p, p.threads, t)))
+        .flatten()
+        .map(|s| s.accesses())
+        .fold(0, u64::saturating_add)
+}
+
 /// A profile of program `p` placed on `cpus`: per page (machine page size, or 2 MiB when the
 /// program asks for huge pages), the accesses from each
 /// node's cpus (index = node position in `machine.nodes`). Made by replaying the generator's own

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use numaff_machine::catalog as machines;
-use numaff_workload::{catalog, run, DataChoice, RunOptions, ThreadPolicy};
+use numaff_workload::{catalog, run, total_accesses, DataChoice, RunOptions, ThreadPolicy};
 
 #[test]
 fn issue4_every_named_workload_runs_on_a_catalog_machine() {
@@ -19,6 +19,8 @@ fn issue4_every_named_workload_runs_on_a_catalog_machine() {
         );
         assert!(r.makespan_ns > 0 && r.accesses > 0, "{name}");
         assert_eq!(r.threads.len(), w.threads(), "{name}");
+        // What `numaff sim`'s progress bar counts towards.
+        assert_eq!(total_accesses(&w), r.accesses, "{name}");
     }
     let _ = (DataChoice::FirstTouch, ThreadPolicy::Os);
 }
