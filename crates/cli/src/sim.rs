@@ -149,20 +149,26 @@ pub fn run(args: &SimArgs) -> Result<()> {
     );
     let started = Instant::now();
     let mut shown = false;
+    let mut started_sim = false;
     let report = numaff_workload::run_with(&machine, &workload, &opts, |now, accesses| {
+        // The rate behind the time left counts from the first step simulated, not from before
+        // the workload was built (an oracle's profiling pass can take seconds).
+        if !started_sim {
+            bar.reset_eta();
+            started_sim = true;
+        }
+        // Kept up to date while hidden, so that its first frame is complete.
+        bar.set_position(accesses);
+        bar.set_message(format!(
+            "{}: {:.1} ms, {:.1}/{:.1} M accesses",
+            workload.name,
+            now as f64 / 1e6,
+            accesses as f64 / 1e6,
+            total as f64 / 1e6
+        ));
         if !shown && started.elapsed() > Duration::from_secs(1) {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             shown = true;
-        }
-        if shown {
-            bar.set_message(format!(
-                "{}: {:.1} ms, {:.1}/{:.1} M accesses",
-                workload.name,
-                now as f64 / 1e6,
-                accesses as f64 / 1e6,
-                total as f64 / 1e6
-            ));
-            bar.set_position(accesses);
         }
     })
     .map_err(anyhow::Error::msg)
