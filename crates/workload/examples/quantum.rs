@@ -4,7 +4,8 @@
 //! `cargo run --release -p numaff-workload --example quantum -- MACHINE Q1,Q2,... [compact]`
 //! prints, per workload and quantum, the makespan's change and the IMC and link queue totals, the
 //! cache-to-cache transfers and the host time as ratios to the first quantum's (`ABS=1`: the makespan's change and the totals in ns; `SEED=S`:
-//! the run's seed, which drives the os placement's moves).
+//! the run's seed, which drives the os placement's moves; `ONLY=NAME`: one workload; `SCALE=F`:
+//! its size, as `numaff sim --scale`).
 
 use numaff_sim::Simulator;
 use numaff_workload::{build, catalog, RunOptions, ThreadPolicy};
@@ -29,8 +30,16 @@ fn main() -> Result<(), String> {
         Ok(s) => s.parse::<u64>().map_err(|e| format!("SEED {s}: {e}"))?,
         Err(_) => 0,
     };
+    let only = std::env::var("ONLY").ok();
+    let scale = match std::env::var("SCALE") {
+        Ok(s) => s.parse::<f64>().map_err(|e| format!("SCALE {s}: {e}"))?,
+        Err(_) => 1.0,
+    };
     for name in catalog::names() {
-        let w = catalog::load(name)?;
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let w = catalog::load(name)?.scaled(scale);
         let mut first: Option<(f64, f64, f64, f64, f64)> = None;
         let mut line = format!("{name:22}");
         for &q in &quanta {
