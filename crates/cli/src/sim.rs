@@ -51,6 +51,12 @@ pub struct SimArgs {
     /// Seed (random placement, os scheduler moves, samplers).
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
+    /// Run the workload with N seeds, --seed S to S+N-1, and print each figure's mean, minimum
+    /// and maximum over them. The os placement's moves follow any change of timing, so one run
+    /// of it is one sample (nas-sp on laso-hpl: 2.04 to 2.77 ms over seeds 0-4).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with = "measure")]
+    seeds: u32,
     /// Print the simulated machine's latency and bandwidth matrices (pointer chase and streaming
     /// read from every cpu node to every memory node, as Intel MLC).
     #[arg(long)]
@@ -134,14 +140,21 @@ pub fn run(args: &SimArgs) -> Result<()> {
     }
     let threads: ThreadPolicy = args.threads.parse().map_err(anyhow::Error::msg)?;
     let data: DataChoice = args.data.parse().map_err(anyhow::Error::msg)?;
-    let opts = RunOptions {
-        threads,
-        data,
-        seed: args.seed,
-    };
-    // A bar that appears only when the run takes more than a second, towards the accesses the
-    // run will issue (known from the workload's steps), with the time left at the rate so far.
-    let total = numaff_workload::total_accesses(&workload);
+    let last = args
+        .seed
+        .checked_add(u64::from(args.seeds) - 1)
+        .ok_or_else(|| {
+            anyhow!(
+                "--seed {} with --seeds {} runs past the largest seed",
+                args.seed,
+                args.seeds
+            )
+        })?;
+    let seeds: Vec<u64> = (args.seed..=last).collect();
+    // A bar that appears only when the runs take more than a second, towards the accesses they
+    // will issue (known from the workload's steps), with the time left at the rate so far.
+    let per_run = numaff_workload::total_accesses(&workload);
+    let total = per_run.saturating_mul(seeds.len() as u64);
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
     bar.set_style(
         ProgressStyle::with_template("simulating {msg} {bar:20} {percent:>3}%, {eta} left")
@@ -150,56 +163,247 @@ pub fn run(args: &SimArgs) -> Result<()> {
     let started = Instant::now();
     let mut shown = false;
     let mut started_sim = false;
-    let report = numaff_workload::run_with(&machine, &workload, &opts, |now, accesses| {
-        // The rate behind the time left counts from the first step simulated, not from before
-        // the workload was built (an oracle's profiling pass can take seconds).
-        if !started_sim {
-            bar.reset_eta();
-            started_sim = true;
-        }
-        // Kept up to date while hidden, so that its first frame is complete.
-        bar.set_position(accesses);
-        bar.set_message(format!(
-            "{}: {:.1} ms, {:.1}/{:.1} M accesses",
-            workload.name,
-            now as f64 / 1e6,
-            accesses as f64 / 1e6,
-            total as f64 / 1e6
-        ));
-        if !shown && started.elapsed() > Duration::from_secs(1) {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
-            shown = true;
-        }
-    })
-    .map_err(anyhow::Error::msg)
-    .with_context(|| format!("cannot simulate {} on {}", workload.name, machine.name))?;
-    bar.finish_and_clear();
-    if args.json {
-        let j = RunJson {
-            machine: &machine.name,
-            workload: &workload.name,
-            threads: &args.threads,
-            data: &args.data,
-            seed: args.seed,
-            makespan_ns: report.makespan_ns,
-            accesses: report.accesses,
-            local_accesses: report.local_accesses,
-            remote_accesses: report.remote_accesses,
-            llc_misses: report.llc_misses,
-            imc_queue_ns: report.imc_queue_ns,
-            link_queue_ns: report.link_queue_ns,
-            interconnect_bytes: report.interconnect_bytes,
-            c2c_transfers: report.c2c_transfers,
-            migrations: report.migrations,
-            page_migrations: report.page_migrations,
-            energy_j: report.energy_j,
-            report: &report,
+    let mut reports = Vec::with_capacity(seeds.len());
+    for (k, &seed) in seeds.iter().enumerate() {
+        let opts = RunOptions {
+            threads: threads.clone(),
+            data: data.clone(),
+            seed,
         };
-        println!("{}", serde_json::to_string_pretty(&j)?);
-    } else {
-        print!("{}", text(&machine.name, &workload.name, args, &report));
+        let done_before = per_run.saturating_mul(k as u64);
+        let of_runs = if seeds.len() > 1 {
+            format!(" (seed {seed}, run {} of {})", k + 1, seeds.len())
+        } else {
+            String::new()
+        };
+        let report = numaff_workload::run_with(&machine, &workload, &opts, |now, accesses| {
+            // The rate behind the time left counts from the first step simulated, not from
+            // before the workload was built (an oracle's profiling pass can take seconds).
+            if !started_sim {
+                bar.reset_eta();
+                started_sim = true;
+            }
+            // Kept up to date while hidden, so that its first frame is complete.
+            bar.set_position(done_before.saturating_add(accesses));
+            bar.set_message(format!(
+                "{}{of_runs}: {:.1} ms, {:.1}/{:.1} M accesses",
+                workload.name,
+                now as f64 / 1e6,
+                accesses as f64 / 1e6,
+                per_run as f64 / 1e6
+            ));
+            if !shown && started.elapsed() > Duration::from_secs(1) {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+                shown = true;
+            }
+        })
+        .map_err(anyhow::Error::msg)
+        .with_context(|| {
+            format!(
+                "cannot simulate {} on {} (seed {seed})",
+                workload.name, machine.name
+            )
+        })?;
+        reports.push(report);
+    }
+    bar.finish_and_clear();
+    let runs: Vec<RunJson> = seeds
+        .iter()
+        .zip(&reports)
+        .map(|(&seed, report)| run_json(&machine.name, &workload.name, args, seed, report))
+        .collect();
+    match (args.json, &runs[..]) {
+        (true, [one]) => println!("{}", serde_json::to_string_pretty(one)?),
+        (true, _) => {
+            let j = SeedsJson {
+                machine: &machine.name,
+                workload: &workload.name,
+                threads: &args.threads,
+                data: &args.data,
+                seeds: &seeds,
+                summary: summary(&reports)
+                    .into_iter()
+                    .map(|f| (f.key, f.spread))
+                    .collect(),
+                runs,
+            };
+            println!("{}", serde_json::to_string_pretty(&j)?);
+        }
+        (false, [_]) => print!("{}", text(&machine.name, &workload.name, args, &reports[0])),
+        (false, _) => print!(
+            "{}",
+            seeds_text(&machine.name, &workload.name, args, &seeds, &reports)
+        ),
     }
     Ok(())
+}
+
+fn run_json<'a>(
+    machine: &'a str,
+    workload: &'a str,
+    args: &'a SimArgs,
+    seed: u64,
+    report: &'a Report,
+) -> RunJson<'a> {
+    RunJson {
+        machine,
+        workload,
+        threads: &args.threads,
+        data: &args.data,
+        seed,
+        makespan_ns: report.makespan_ns,
+        accesses: report.accesses,
+        local_accesses: report.local_accesses,
+        remote_accesses: report.remote_accesses,
+        llc_misses: report.llc_misses,
+        imc_queue_ns: report.imc_queue_ns,
+        link_queue_ns: report.link_queue_ns,
+        interconnect_bytes: report.interconnect_bytes,
+        c2c_transfers: report.c2c_transfers,
+        migrations: report.migrations,
+        page_migrations: report.page_migrations,
+        energy_j: report.energy_j,
+        report,
+    }
+}
+
+/// The JSON of `--seeds N` (N > 1): each figure's mean, minimum and maximum over the runs, then
+/// every run as a single run's JSON.
+#[derive(Serialize)]
+struct SeedsJson<'a> {
+    machine: &'a str,
+    workload: &'a str,
+    threads: &'a str,
+    data: &'a str,
+    seeds: &'a [u64],
+    summary: std::collections::BTreeMap<&'static str, Spread>,
+    runs: Vec<RunJson<'a>>,
+}
+
+/// Mean, minimum and maximum of one figure over the runs of `--seeds`.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq)]
+struct Spread {
+    mean: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Self {
+        let n = values.len().max(1) as f64;
+        Spread {
+            mean: values.iter().sum::<f64>() / n,
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// One figure of the `--seeds` summary: its JSON key, its label and unit in the text, the factor
+/// from the JSON's unit to the text's, and its spread (in the JSON's unit).
+struct Figure {
+    key: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    scale: f64,
+    spread: Spread,
+}
+
+/// The headline figures of `RunJson` over the runs.
+fn summary(reports: &[Report]) -> Vec<Figure> {
+    let fig = |key, label, unit, scale, get: &dyn Fn(&Report) -> f64| Figure {
+        key,
+        label,
+        unit,
+        scale,
+        spread: Spread::of(&reports.iter().map(get).collect::<Vec<f64>>()),
+    };
+    vec![
+        fig("makespan_ns", "makespan", "ms", 1e-6, &|r| {
+            r.makespan_ns as f64
+        }),
+        fig("llc_misses", "LLC misses", "", 1.0, &|r| {
+            r.llc_misses as f64
+        }),
+        fig("local_accesses", "local accesses", "", 1.0, &|r| {
+            r.local_accesses as f64
+        }),
+        fig("remote_accesses", "remote accesses", "", 1.0, &|r| {
+            r.remote_accesses as f64
+        }),
+        fig("imc_queue_ns", "IMC queue", "ms", 1e-6, &|r| r.imc_queue_ns),
+        fig("link_queue_ns", "link queue", "ms", 1e-6, &|r| {
+            r.link_queue_ns
+        }),
+        fig("interconnect_bytes", "interconnect", "MB", 1e-6, &|r| {
+            r.interconnect_bytes as f64
+        }),
+        fig("c2c_transfers", "c2c transfers", "", 1.0, &|r| {
+            r.c2c_transfers as f64
+        }),
+        fig("migrations", "thread migrations", "", 1.0, &|r| {
+            r.migrations as f64
+        }),
+        fig("page_migrations", "page migrations", "", 1.0, &|r| {
+            r.page_migrations as f64
+        }),
+        fig("energy_j", "energy", "J", 1.0, &|r| r.energy_j),
+    ]
+}
+
+fn seeds_text(
+    machine: &str,
+    workload: &str,
+    args: &SimArgs,
+    seeds: &[u64],
+    reports: &[Report],
+) -> String {
+    let mut s = String::new();
+    let (first, last) = (seeds[0], seeds[seeds.len() - 1]);
+    let _ = writeln!(
+        s,
+        "{workload} on {machine}: threads {}, data {}, seeds {first}-{last} ({} runs)",
+        args.threads,
+        args.data,
+        seeds.len()
+    );
+    let _ = writeln!(
+        s,
+        "  {:<18} {:>12} {:>12} {:>12}  spread",
+        "", "mean", "min", "max"
+    );
+    for f in summary(reports) {
+        let Spread { mean, min, max } = f.spread;
+        let spread = if mean > 0.0 {
+            format!("{:5.1} %", 100.0 * (max - min) / mean)
+        } else {
+            "    -".to_string()
+        };
+        // Counts: the mean with one decimal, the extremes whole.
+        let v = |x: f64, digits: usize| {
+            let digits = if f.unit.is_empty() { digits } else { 3 };
+            format!("{:>12.digits$}", x * f.scale)
+        };
+        let label = if f.unit.is_empty() {
+            f.label.to_string()
+        } else {
+            format!("{} ({})", f.label, f.unit)
+        };
+        let _ = writeln!(
+            s,
+            "  {label:<18} {} {} {}  {spread}",
+            v(mean, 1),
+            v(min, 0),
+            v(max, 0)
+        );
+    }
+    let makespans: Vec<String> = seeds
+        .iter()
+        .zip(reports)
+        .map(|(seed, r)| format!("{seed}: {:.3}", r.makespan_ns as f64 / 1e6))
+        .collect();
+    let _ = writeln!(s, "  makespan by seed (ms): {}", makespans.join(", "));
+    s
 }
 
 fn text(machine: &str, workload: &str, args: &SimArgs, r: &Report) -> String {

@@ -241,3 +241,79 @@ fn issue4_sim_huge_pages_flag() {
         faults(&base)
     );
 }
+
+/// `--seeds N` runs seeds S..S+N-1 and summarises each figure; every run is the one `--seed`
+/// gives alone, and the summary is taken over them.
+#[test]
+fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
+    let base = [
+        "sim",
+        "--machine",
+        "kmaf-sim-4x2",
+        "--workload",
+        "nas-is",
+        "--scale",
+        "0.25",
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter().chain(extra).map(|a| a.to_string()).collect()
+    };
+    let json_of = |extra: &[&str]| {
+        let a = with(extra);
+        json(&a.iter().map(String::as_str).collect::<Vec<&str>>())
+    };
+    let v = json_of(&["--seed", "5", "--seeds", "3", "--json"]);
+    assert_eq!(v["seeds"], serde_json::json!([5, 6, 7]));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    let alone = json_of(&["--seed", "6", "--json"]);
+    assert_eq!(runs[1], alone, "the second run is --seed 6's");
+    let makespans: Vec<f64> = runs
+        .iter()
+        .map(|r| r["makespan_ns"].as_f64().unwrap())
+        .collect();
+    let s = &v["summary"]["makespan_ns"];
+    let min = makespans.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = makespans.iter().copied().fold(0.0, f64::max);
+    assert_eq!(s["min"].as_f64().unwrap(), min);
+    assert_eq!(s["max"].as_f64().unwrap(), max);
+    let mean = makespans.iter().sum::<f64>() / 3.0;
+    assert!((s["mean"].as_f64().unwrap() - mean).abs() < 1e-6 * mean);
+    for key in ["imc_queue_ns", "llc_misses", "c2c_transfers", "energy_j"] {
+        assert!(v["summary"][key]["mean"].is_number(), "{key} in {v}");
+    }
+    // The text: a row per figure and the makespan of each seed.
+    numaff()
+        .args(with(&["--seed", "5", "--seeds", "3"]))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("seeds 5-7 (3 runs)"))
+        .stdout(predicate::str::contains("makespan (ms)"))
+        .stdout(predicate::str::contains("makespan by seed (ms): 5: "));
+    // Refused: no run, with --measure, past the largest seed.
+    for (extra, says) in [
+        (vec!["--seeds", "0"], "--seeds"),
+        (
+            vec!["--seed", "18446744073709551615", "--seeds", "2"],
+            "past the largest seed",
+        ),
+    ] {
+        numaff()
+            .args(with(&extra))
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(says));
+    }
+    numaff()
+        .args([
+            "sim",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--measure",
+            "--seeds",
+            "2",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--seeds"));
+}
