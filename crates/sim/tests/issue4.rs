@@ -364,12 +364,7 @@ fn issue4_kmaf_fig1_ordering_from_a_halo_exchange_stand_in() {
         (rr - rl) + (rr - lr)
     );
     assert!(ll < rl && rl < lr && lr < rr, "kMAF Fig. 1 ordering");
-    // The compounding is not asserted here any more: this stand-in had it by 3 % (T_L D_L's gain
-    // 9.07 ms against 8.80 summed) while a page fault made every other PU's request in the next
-    // microsecond queue behind each other; with queues in arrival order (2026-11-27) the local-data
-    // runs lost that artefact's queueing (3.54 -> 3.33 ms) and the gains are nearly additive here
-    // (9.05 against 9.18 ms). The suite's SP (nas-sp) keeps it and is where it is asserted:
-    // crates/workload/tests/issue4.rs, `issue4_nas_sp_kmaf_fig1_order_with_local_data_and_compounding`.
+    assert!(rr - ll > (rr - rl) + (rr - lr), "compounding (000 §3.2)");
 }
 
 #[test]
