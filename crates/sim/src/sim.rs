@@ -355,6 +355,9 @@ pub struct Simulator {
     cur_llc: (usize, usize),
     /// The `Hot` of the thread `run_pu_in` is running; an idle one (no ops) between its runs.
     run: Box<Hot>,
+    /// A PU joined the runnable ones (`enqueue`) since `run_until` last computed a horizon: the
+    /// PU running must stop, so that the next horizon counts the PUs woken (issue 4).
+    woke: bool,
 }
 
 impl Hot {
@@ -538,6 +541,7 @@ impl Simulator {
             next_induced,
             next_balance,
             cur_llc: NO_SET,
+            woke: false,
             run: Box::new(Hot::new(Box::new(std::iter::empty()), u64::MAX, 0, 0.0)),
         }
     }
@@ -673,6 +677,7 @@ impl Simulator {
         self.pus[p].runq.push_back(ti);
         if !self.pus[p].in_heap {
             self.pus[p].in_heap = true;
+            self.woke = true;
             // An idle PU's clock catches up with the present.
             let c = self.pus[p].clock.max(self.now);
             self.pus[p].clock = c;
@@ -971,6 +976,12 @@ impl Simulator {
 
     /// `run_pu` with the directory's form `D` and the first two levels' geometry `G`.
     fn run_pu_in<D: Form, G: Geom>(&mut self, p: usize, horizon: f64) {
+        // The horizon counts the PUs runnable now: when an op of this PU wakes others (a barrier
+        // that completes, a post, a thread that ends), it stops after that op, and `run_until`
+        // lets them catch up. Before issue 4's fix it ran on to the old horizon, infinite when it
+        // had been the only PU left running: the last thread to reach a barrier then ran its
+        // whole next phase (100 µs in nas-bt) ahead of the threads it had just released.
+        self.woke = false;
         loop {
             let Some(ti) = self.pick(p) else { return };
             let pi = self.threads[ti].proc;
@@ -1018,8 +1029,15 @@ impl Simulator {
                     Some(Op::Access(_)) => {}
                 }
                 clock = self.pus[p].clock;
+                if self.woke {
+                    self.stop(ti);
+                    return;
+                }
             }
             self.stop(ti);
+            if self.woke {
+                return;
+            }
         }
     }
 
