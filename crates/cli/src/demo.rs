@@ -126,8 +126,9 @@ fn mapping_example(machine: &numaff_machine::Machine) -> Result<String> {
 }
 
 /// Decision quality in the simulator on the paper machine: an SP-like workload with the Linux-like
-/// default placement (over several seeds), with threads placed compactly, and with each page on the node that uses it
-/// most (kMAF §3's experiment). A failure to simulate is reported as a line, not an error.
+/// default placement (over several seeds), with threads placed compactly, and with each page on
+/// the node that uses it most (kMAF §3's experiment). A failure to simulate is reported as a line,
+/// not an error.
 fn simulation_example(machine: &numaff_machine::Machine) -> String {
     use numaff_workload::{catalog, run, DataChoice, RunOptions, ThreadPolicy};
     let workload = match catalog::load("nas-sp") {
