@@ -177,9 +177,9 @@ fn simulation_example(machine: &numaff_machine::Machine) -> String {
             .collect();
         match runs {
             Ok(rs) => {
-                let n = rs.len().max(1) as f64;
                 let each: Vec<f64> = rs.iter().map(|r| r.makespan_ns as f64 / 1e6).collect();
-                let ms = each.iter().sum::<f64>() / n;
+                let spread = crate::sim::Spread::of(&each);
+                let ms = spread.mean;
                 let local: u64 = rs.iter().map(|r| r.local_accesses).sum();
                 let total = rs
                     .iter()
@@ -187,8 +187,7 @@ fn simulation_example(machine: &numaff_machine::Machine) -> String {
                     .sum::<u64>()
                     .max(1);
                 let range = if rs.len() > 1 {
-                    let lo = each.iter().copied().fold(f64::INFINITY, f64::min);
-                    let hi = each.iter().copied().fold(0.0, f64::max);
+                    let (lo, hi) = (spread.min, spread.max);
                     format!(" (mean of {} seeds, {lo:.2}-{hi:.2})", rs.len())
                 } else {
                     String::new()

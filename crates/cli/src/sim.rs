@@ -283,14 +283,14 @@ struct SeedsJson<'a> {
 
 /// Mean, minimum and maximum of one figure over the runs of `--seeds`.
 #[derive(Serialize, Clone, Copy, Debug, PartialEq)]
-struct Spread {
-    mean: f64,
-    min: f64,
-    max: f64,
+pub(crate) struct Spread {
+    pub(crate) mean: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
 }
 
 impl Spread {
-    fn of(values: &[f64]) -> Self {
+    pub(crate) fn of(values: &[f64]) -> Self {
         let n = values.len().max(1) as f64;
         Spread {
             mean: values.iter().sum::<f64>() / n,
