@@ -175,23 +175,14 @@ impl Machine {
         let mut order: Vec<usize> = (0..self.nodes.len()).collect();
         order.sort_by_key(|&i| self.nodes[i].id);
         if order.iter().enumerate().any(|(a, &b)| a != b) {
-            let permute = |m: &mut Matrix<f64>| {
-                *m = order
-                    .iter()
-                    .map(|&r| order.iter().map(|&c| m[r][c]).collect())
-                    .collect()
-            };
             if let Some(m) = &mut self.latency_ns {
-                permute(m);
+                permute_square(m, &order);
             }
             if let Some(m) = &mut self.bandwidth_mbps {
-                permute(m);
+                permute_square(m, &order);
             }
             if let Some(m) = &mut self.distances {
-                *m = order
-                    .iter()
-                    .map(|&r| order.iter().map(|&c| m[r][c]).collect())
-                    .collect();
+                permute_square(m, &order);
             }
             self.nodes = order.iter().map(|&i| self.nodes[i].clone()).collect();
         }
@@ -376,6 +367,20 @@ pub struct Summary {
     pub numa_factor: Option<NumaFactor>,
     /// Links at each node (by node position).
     pub links_per_node: Option<Vec<usize>>,
+}
+
+/// Reorders rows and columns of a matrix over the nodes as `order` reorders the nodes. A matrix
+/// that is not square over them is left as it is: validation reports its shape (a file with
+/// ragged rows and nodes out of id order made `normalize` index out of bounds: fuzzing).
+fn permute_square<T: Copy>(m: &mut Matrix<T>, order: &[usize]) {
+    let n = order.len();
+    if m.len() != n || m.iter().any(|row| row.len() != n) {
+        return;
+    }
+    *m = order
+        .iter()
+        .map(|&r| order.iter().map(|&c| m[r][c]).collect())
+        .collect();
 }
 
 #[cfg(test)]

@@ -151,3 +151,16 @@ fn issue2_bad_values_never_panic() {
         assert!(from_toml_str(text, "bad.toml").is_err(), "{text}");
     }
 }
+
+/// Fuzzing (machine_file target): a matrix with a missing row in a file whose nodes are not in id
+/// order made loading panic (the nodes' reordering indexed the short matrix); now it is the shape
+/// error every other ragged matrix gets.
+#[test]
+fn issue2_ragged_matrix_with_nodes_out_of_order_is_an_error() {
+    let text = BASE
+        .replace("id = 0\nmemory", "id = 9\nmemory")
+        .replace("distances = [[10, 21], [21, 10]]", "distances = [[10, 21]]");
+    let msg = error_of(&text);
+    assert!(msg.contains("distances"), "{msg}");
+    assert!(msg.contains("1 rows for 2 nodes"), "{msg}");
+}
