@@ -129,3 +129,23 @@ fn issue3_files_come_with_their_shared_libraries() {
         run.output
     );
 }
+
+/// Toggling a tracepoint patches the kernel text of every site that calls it (jump labels, with
+/// an int3 while the bytes change) while the other vCPUs run those sites. With multi-threaded
+/// TCG a vCPU could keep its stale translation of the int3 and spin on it: this script hung 6
+/// guests of 8 that way (and 4 of 11 with 16 rounds; CI's plain boots about once in 70), none of
+/// 6 single-threaded, which is how the harness runs TCG now (~20 s here).
+#[test]
+fn issue3_a_guest_survives_kernel_text_patched_while_other_cpus_run_it() {
+    let script = r#"
+mount -t tracefs none /sys/kernel/tracing
+e=/sys/kernel/tracing/events/kmem/kmalloc/enable
+(while :; do cat /proc/self/status > /dev/null; done) &
+(while :; do ls / > /dev/null; done) &
+i=0
+while [ $i -lt 32 ]; do echo 1 > $e; echo 0 > $e; i=$((i + 1)); done
+echo "toggled $i"
+"#;
+    let out = ok(&Guest::new(2, 2, 256).timeout(90), script);
+    assert!(out.contains("toggled 32"), "{out}");
+}
