@@ -678,7 +678,8 @@ impl Simulator {
         if !self.pus[p].in_heap {
             self.pus[p].in_heap = true;
             self.woke = true;
-            // An idle PU's clock catches up with the present.
+            // An idle PU's clock catches up with `now`, the end of the last `run_until` round (it
+            // lags the running PUs within a round); a woken thread's `ready_at` holds it further.
             let c = self.pus[p].clock.max(self.now);
             self.pus[p].clock = c;
             self.pus[p].slice_end = c + self.cfg.slice_ns;
