@@ -38,12 +38,14 @@ pub enum Error {
     #[error("invalid guest: {0}")]
     Invalid(String),
 
-    /// The guest did not finish in time; `console` holds the end of its serial console.
-    #[error("guest {shape} timed out after {seconds} s running {command:?} (QEMU killed); last console lines:\n{console}")]
+    /// The guest did not finish in time; `console` holds the end of its serial console, `hint`
+    /// says so when the console shows the guest kernel itself stuck (soft lockup, RCU stall).
+    #[error("guest {shape} timed out after {seconds} s running {command:?} (QEMU killed){hint}; last console lines:\n{console}")]
     Timeout {
         shape: String,
         seconds: u64,
         command: String,
+        hint: String,
         console: String,
     },
 

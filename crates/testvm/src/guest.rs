@@ -411,6 +411,7 @@ impl Guest {
                 shape: self.shape(),
                 seconds: self.timeout.as_secs(),
                 command,
+                hint: kernel_stuck_hint(&text),
                 console: tail,
             });
         }
@@ -421,6 +422,23 @@ impl Guest {
             stderr: qemu_stderr.trim().to_string(),
             console: tail,
         })
+    }
+}
+
+/// What a timed-out guest's console says of the kernel itself: a soft lockup or an RCU stall means
+/// the guest kernel stopped scheduling, whatever the payload did (the TCG note in `machine_args`).
+fn kernel_stuck_hint(console: &str) -> String {
+    let stuck = [
+        "soft lockup",
+        "rcu_sched detected stalls",
+        "rcu_preempt detected stalls",
+    ];
+    match stuck.iter().find(|s| console.contains(*s)) {
+        Some(s) => format!(
+            ": the guest kernel itself hung ({s} on its console), not only the payload; \
+             a problem of the emulation if the payload cannot cause it"
+        ),
+        None => String::new(),
     }
 }
 
@@ -515,6 +533,29 @@ mod tests {
         let a = g.machine_args().join(" ");
         assert!(a.contains("dist,src=0,dst=1,val=30") && a.contains("dist,src=1,dst=0,val=40"));
         assert_eq!(g.shape(), "2 nodes x 1 cpu x 128 MiB");
+    }
+
+    #[test]
+    fn issue3_a_timeout_says_when_the_guest_kernel_itself_hung() {
+        // CI's console of a guest that hung at boot under multi-threaded TCG.
+        let ci =
+            "[   28.550972] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! [kworker/0:1:18]";
+        assert!(kernel_stuck_hint(ci).contains("kernel itself hung (soft lockup"));
+        let rcu = "[   21.0] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:";
+        assert!(kernel_stuck_hint(rcu).contains("rcu_sched detected stalls"));
+        assert_eq!(kernel_stuck_hint("@@TESTVM_BEGIN_1@@\nstarted\n"), "");
+        let e = Error::Timeout {
+            shape: "2 nodes".into(),
+            seconds: 60,
+            command: "true".into(),
+            hint: kernel_stuck_hint(ci),
+            console: ci.into(),
+        };
+        assert!(
+            e.to_string()
+                .contains("(QEMU killed): the guest kernel itself hung"),
+            "{e}"
+        );
     }
 
     #[test]
