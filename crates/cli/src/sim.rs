@@ -139,6 +139,11 @@ pub fn run(args: &SimArgs) -> Result<()> {
         }
         workload = workload.scaled(f);
     }
+    // Again after --nthreads and --scale: the limits hold for the workload that will run, and
+    // before the progress bar below builds its steps.
+    workload
+        .check()
+        .map_err(|e| anyhow!("workload {}: {e}", workload.name))?;
     let threads: ThreadPolicy = args.threads.parse().map_err(anyhow::Error::msg)?;
     let data: DataChoice = args.data.parse().map_err(anyhow::Error::msg)?;
     let last = args

@@ -317,3 +317,51 @@ fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
         .failure()
         .stderr(predicate::str::contains("--seeds"));
 }
+
+/// Billions of iterations (a typo, or a unit mixed up) filled 20 GB of host memory in 20 s while
+/// the generators built the threads' steps; now the file is refused at once, and so are
+/// `--nthreads` and `--scale` that push a sane file past the limit.
+#[test]
+fn issue4_sim_refuses_a_workload_too_long_to_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, iterations: u64| {
+        let path = dir.path().join(name);
+        let text = format!(
+            "name = \"long\"\ndescription = \"d\"\nfollows = \"a test\"\n[[program]]\n\
+             kernel = \"ft\"\nthreads = 2\nlines = 16\niterations = {iterations}\n\
+             compute_cycles = 0\nwrite_fraction = 0.5\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let long = file("long.toml", 4_000_000_000);
+    let started = std::time::Instant::now();
+    numaff()
+        .args(["sim", "--machine", "kmaf-sim-4x2", "--workload"])
+        .arg(&long)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("ft x 4000000000 iterations"))
+        .stderr(predicate::str::contains("lower iterations or threads"));
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    // Sane with 2 threads; 60,000 threads of the all-to-all transpose are not.
+    let sane = file("sane.toml", 100);
+    numaff()
+        .args(["sim", "--machine", "kmaf-sim-4x2", "--json", "--workload"])
+        .arg(&sane)
+        .assert()
+        .success();
+    numaff()
+        .args([
+            "sim",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--nthreads",
+            "60000",
+            "--workload",
+        ])
+        .arg(&sane)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("workload long: about"));
+}

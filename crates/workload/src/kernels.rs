@@ -92,6 +92,38 @@ fn arrays(k: Kernel, l: u64) -> Vec<Array> {
     }
 }
 
+/// Steps a run may hold in memory over all its threads (about 48 bytes each: 1.5 GiB): the
+/// generators build each thread's steps before the run, so a file asking for billions of
+/// iterations is refused by [`crate::Workload::check`] instead of exhausting the host's memory.
+pub const MAX_STEPS: u64 = 1 << 25;
+
+/// At least as many steps as [`thread_steps`] makes for any thread of `p` (and its queued
+/// kernels) run by `n` threads, counted from the kernels' loops without building them; the test
+/// `steps_bound_covers_every_kernel` checks it against the real counts.
+pub fn steps_bound(p: &Program, n: u64) -> u64 {
+    if p.replay.is_some() {
+        return 1;
+    }
+    std::iter::once(p)
+        .chain(p.then.iter())
+        .map(|q| {
+            let per_iteration = match q.kernel {
+                // O(n) per iteration: a wavefront step per thread, a transpose chunk per thread.
+                Kernel::Lu | Kernel::Ft => n.saturating_mul(2).saturating_add(24),
+                // Stage s of S handles size(0) / size(s) <= 2 items per iteration, <= 5 steps each.
+                Kernel::Dedup | Kernel::Ferret => 11,
+                // Five grid levels, five steps each.
+                Kernel::Mg => 25,
+                _ => 12,
+            };
+            // Initialisation (at most 3 arrays), its barrier, the barrier between queued kernels.
+            u64::from(q.iterations)
+                .saturating_mul(per_iteration)
+                .saturating_add(8)
+        })
+        .fold(0, u64::saturating_add)
+}
+
 fn kernel_steps(p: &Program, n: u64, t: u64, lay: Layout, out: &mut Vec<Step>) {
     let l = p.lines;
     let (c, w) = (p.compute_cycles, p.write_fraction);
@@ -438,4 +470,46 @@ fn pipeline(p: &Program, n: u64, t: u64, lay: Layout, seed: u64, out: &mut Vec<S
         i += size(stage);
     }
     out.push(Step::Barrier);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn steps_bound_covers_every_kernel() {
+        for name in crate::catalog::names() {
+            let w = crate::catalog::load(name).unwrap();
+            for base in &w.programs {
+                for n in [1u32, 2, 3, 5, 8, 17] {
+                    for iterations in [1u32, 2, 7] {
+                        for init in [Init::Master, Init::Parallel] {
+                            let mut p = base.clone();
+                            p.threads = n;
+                            p.iterations = iterations;
+                            p.init = init;
+                            for q in &mut p.then {
+                                q.iterations = iterations;
+                            }
+                            let bound = steps_bound(&p, u64::from(n));
+                            let most = (0..n)
+                                .map(|t| thread_steps(&p, n, t).len() as u64)
+                                .max()
+                                .unwrap();
+                            assert!(
+                                most <= bound,
+                                "{name} n={n} it={iterations}: {most} > {bound}"
+                            );
+                            // Tight enough not to refuse sane runs: within 12 x the real count.
+                            assert!(
+                                bound <= 12 * most.max(1) + 8,
+                                "{name} n={n}: {bound} vs {most}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -252,7 +252,31 @@ impl Workload {
         }
         self.programs
             .iter()
-            .try_for_each(|p| check(p, false, p.threads))
+            .try_for_each(|p| check(p, false, p.threads))?;
+        // The steps every thread holds before the run: bounded, or a typo in `iterations` takes
+        // the host's memory (4e9 iterations of 2 threads filled 20 GB in 20 s).
+        let steps = self
+            .programs
+            .iter()
+            .map(|p| {
+                crate::kernels::steps_bound(p, u64::from(p.threads.max(1)))
+                    .saturating_mul(u64::from(p.threads.max(1)))
+            })
+            .fold(0, u64::saturating_add);
+        let max = crate::kernels::MAX_STEPS;
+        if steps > max {
+            let p = self
+                .programs
+                .iter()
+                .max_by_key(|p| p.iterations)
+                .map(|p| format!("{} x {} iterations", p.display_name(), p.iterations))
+                .unwrap_or_default();
+            return Err(format!(
+                "about {steps} generator steps for all threads ({p}), more than the {max} a run can \
+                 hold in memory; lower iterations or threads (or split the run)"
+            ));
+        }
+        Ok(())
     }
 
     /// Total threads of all programs.

@@ -121,3 +121,24 @@ fn issue4_bandwidth_bound_workload_congests_one_node_and_interleave_relieves_it(
     );
     assert!((inter.makespan_ns as f64) * 1.3 < bound.makespan_ns as f64);
 }
+
+/// A workload file whose steps the host could not hold is an error at load, not an allocation
+/// of tens of GB (4e9 iterations of 2 SP threads filled 20 GB in 20 s before the bound).
+#[test]
+fn issue4_a_workload_too_long_to_hold_is_refused_at_load() {
+    let text = |iterations: u64, threads: u32| {
+        format!(
+            "name = \"w\"\ndescription = \"d\"\nfollows = \"f\"\n[[program]]\nkernel = \"sp\"\n\
+             threads = {threads}\nlines = 16\niterations = {iterations}\ncompute_cycles = 0\n\
+             write_fraction = 0.5\n"
+        )
+    };
+    let e = numaff_workload::Workload::from_toml(&text(4_000_000_000, 2), "w.toml").unwrap_err();
+    assert!(e.starts_with("w.toml: about "), "{e}");
+    assert!(e.contains("sp x 4000000000 iterations"), "{e}");
+    // Just under and just over the bound (12 steps per SP iteration, 8 more per thread).
+    let max = numaff_workload::kernels::MAX_STEPS;
+    let fits = (max / 2 - 8) / 12;
+    assert!(numaff_workload::Workload::from_toml(&text(fits, 2), "w.toml").is_ok());
+    assert!(numaff_workload::Workload::from_toml(&text(fits + 1, 2), "w.toml").is_err());
+}
