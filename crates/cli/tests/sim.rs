@@ -319,8 +319,8 @@ fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
 }
 
 /// Billions of iterations (a typo, or a unit mixed up) filled 20 GB of host memory in 20 s while
-/// the generators built the threads' steps; now the file is refused at once, and so are
-/// `--nthreads` and `--scale` that push a sane file past the limit.
+/// the generators built the threads' steps; now the file is refused at once, and so is an
+/// `--nthreads` that pushes a sane file past the limit (sim checks again after its options).
 #[test]
 fn issue4_sim_refuses_a_workload_too_long_to_hold() {
     let dir = tempfile::tempdir().unwrap();
