@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use numaff_workload::{build, kernels, thread_ops, total_accesses, RunOptions, Workload};
+use numaff_workload::{build, thread_ops, total_accesses, RunOptions, Workload};
 
 /// Past this many steps (a check-valid but long run) the generators are not built: the fuzzer
 /// would spend its time allocating, not exploring.
@@ -20,11 +20,7 @@ fuzz_target!(|data: &[u8]| {
     let written = toml::to_string(&w).expect("a valid workload can be written");
     let again = Workload::from_toml(&written, "rewritten.toml").expect("a written workload loads");
     assert_eq!(w, again, "round trip changed the workload");
-    let steps: u64 = w
-        .programs
-        .iter()
-        .map(|p| kernels::steps_bound(p, u64::from(p.threads)).saturating_mul(u64::from(p.threads)))
-        .fold(0, u64::saturating_add);
+    let steps = w.steps_bound();
     if steps > STEPS_TO_BUILD {
         return;
     }

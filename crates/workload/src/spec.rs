@@ -255,14 +255,7 @@ impl Workload {
             .try_for_each(|p| check(p, false, p.threads))?;
         // The steps every thread holds before the run: bounded, or a typo in `iterations` takes
         // the host's memory (4e9 iterations of 2 threads filled 20 GB in 20 s).
-        let steps = self
-            .programs
-            .iter()
-            .map(|p| {
-                crate::kernels::steps_bound(p, u64::from(p.threads.max(1)))
-                    .saturating_mul(u64::from(p.threads.max(1)))
-            })
-            .fold(0, u64::saturating_add);
+        let steps = self.steps_bound();
         let max = crate::kernels::MAX_STEPS;
         if steps > max {
             let p = self
@@ -277,6 +270,19 @@ impl Workload {
             ));
         }
         Ok(())
+    }
+
+    /// At least as many generator steps as all threads of all programs hold before a run
+    /// ([`crate::kernels::steps_bound`] per thread); `check` refuses more than
+    /// [`crate::kernels::MAX_STEPS`].
+    pub fn steps_bound(&self) -> u64 {
+        self.programs
+            .iter()
+            .map(|p| {
+                let n = u64::from(p.threads.max(1));
+                crate::kernels::steps_bound(p, n).saturating_mul(n)
+            })
+            .fold(0, u64::saturating_add)
     }
 
     /// Total threads of all programs.
