@@ -170,10 +170,10 @@ impl Guest {
         // One host thread for all vCPUs: with multi-threaded TCG (QEMU 7.2, Debian 12) a vCPU can
         // keep running its stale translation of kernel text another vCPU has just patched (the
         // int3 of a jump-label update), and spins there forever ("soft lockup" at a patched NOP):
-        // CI's guests hung so at boot, a plain 2-node boot once in 67 here. Toggling a tracepoint 32 times while
-        // other vCPUs run it hung 6 guests of 8 with thread=multi and none of 6 with thread=single
-        // (test `issue3_a_guest_survives_kernel_text_patched_while_other_cpus_run_it`). Boots take
-        // as long; the 20 guests of the test suite 153 s instead of 140 s.
+        // CI's guests hung so at boot, a plain 2-node boot once in 67 here. Toggling a tracepoint
+        // 32 times while other vCPUs run it hung 6 guests of 8 with thread=multi and none of 6
+        // with thread=single (test `issue3_a_guest_survives_kernel_text_patched_while_other_cpus_
+        // run_it`). Boots take as long; the 20 guests of the test suite 153 s instead of 140 s.
         let mut a: Vec<String> = [
             "-accel",
             "tcg,thread=single",
