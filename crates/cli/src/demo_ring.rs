@@ -17,8 +17,10 @@ use clap::Args;
 /// Threads in the ring.
 pub const RING_THREADS: usize = 4;
 
-/// Pages of each thread's buffer.
-const RING_PAGES: usize = 16;
+/// Pages of each thread's buffer: enough that the neighbours' sharing (a few events per page per
+/// tick of the agent) stands well above that of the barrier's futex words, which every thread
+/// writes (kMAF's sharing matrix counts it too: 0-2 KiB between any two threads in 1.5 s).
+const RING_PAGES: usize = 64;
 
 #[derive(Args)]
 pub struct DemoRingArgs {
