@@ -60,6 +60,10 @@ fn profile(trace: &Path, args: &[&str], prog: &Path, prog_args: &[&str]) -> (Str
     (stdout, stderr)
 }
 
+/// The ring is found from induced faults. Without a budget (the budget has its own test below):
+/// with the default one, on a loaded machine (6 spinning loops on 2 cores) the ring's cpu time
+/// fell to 1.4 s of 2.5 s, 0.5 % of it barely paid the agent's own 6 ms, and the test failed 3
+/// times in 3, as the demo's ring failed in CI.
 #[test]
 fn issue5_ring_of_eight_threads_gives_neighbour_pairs() {
     if !perf_allowed() || !uffd_usable() {
@@ -70,7 +74,14 @@ fn issue5_ring_of_eight_threads_gives_neighbour_pairs() {
     let trace = dir.path().join("ring.parquet");
     let (stdout, stderr) = profile(
         &trace,
-        &["--induce", "uffd", "--induce-rate", "10"],
+        &[
+            "--induce",
+            "uffd",
+            "--induce-rate",
+            "10",
+            "--induce-budget",
+            "off",
+        ],
         &prog,
         &["2500"],
     );
