@@ -13,6 +13,7 @@
 
 use numaff_machine::Machine;
 use serde::Serialize;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Parser};
 
@@ -280,6 +281,8 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
     let decision = choose_policy(machine);
     let threshold = largest_cache_bytes(machine);
     let macros = collect_macros(root, source);
+    let sizes = SizeEvaluator::new(&macros);
+    let whole_uses = whole_array_uses(root, source);
     let variables = file_scope_variables(root, source);
     let main = find_main(root, source);
     let main_start = main.map(|m| m.start_byte());
@@ -301,11 +304,11 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
             child,
             source,
             &Scope {
-                macros: &macros,
+                sizes: &sizes,
                 variables: &variables,
                 threshold,
                 main_start,
-                root,
+                whole_uses: &whole_uses,
             },
             &mut arrays,
             &mut edits,
@@ -589,63 +592,141 @@ fn elem_size(ty: &str) -> Option<u64> {
     Some(size)
 }
 
-/// Evaluates an integer constant expression of the array sizes: literals, macros, + - * / % << >>
-/// and parentheses.
-fn eval(expr: &str, macros: &HashMap<String, String>, depth: u32) -> Option<u64> {
-    if depth > 16 {
-        return None;
-    }
-    let mut parser = Parser::new();
-    parser.set_language(&tree_sitter_c::LANGUAGE.into()).ok()?;
-    let wrapped = format!("int x = {expr};");
-    let tree = parser.parse(&wrapped, None)?;
-    if tree.root_node().has_error() {
-        return None;
-    }
-    let decl = tree.root_node().named_child(0)?;
-    let init = decl.child_by_field_name("declarator")?;
-    let value = init.child_by_field_name("value")?;
-    eval_node(value, &wrapped, macros, depth)
+/// Most macro expansions the array sizes of one file may take. Each is the parse of a short
+/// expression (some microseconds); macros that expand exponentially (`#define A2 (A1+A1+A1+A1)`,
+/// nested) stop here in well under a second instead of running for hours.
+pub const MAX_MACRO_EXPANSIONS: u32 = 100_000;
+
+/// Deepest nesting of macros in an array size, counting the macros not evaluated before (a
+/// macro's value, once known, is not expanded again).
+pub const MAX_MACRO_DEPTH: u32 = 16;
+
+/// Why an array size has no value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoValue {
+    /// Not an integer constant expression of literals, macros and + - * / % << >>, or it
+    /// overflows 64 bits.
+    NotConstant,
+    /// Macros nested deeper than [`MAX_MACRO_DEPTH`] (or a macro that refers to itself).
+    TooDeep,
+    /// More than [`MAX_MACRO_EXPANSIONS`] expansions for the file.
+    TooManyExpansions,
 }
 
-fn eval_node(node: Node, src: &str, macros: &HashMap<String, String>, depth: u32) -> Option<u64> {
-    match node.kind() {
-        "number_literal" => {
-            let t = text(node, src).trim_end_matches(['u', 'U', 'l', 'L']);
-            if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-                u64::from_str_radix(hex, 16).ok()
-            } else if t.len() > 1 && t.starts_with('0') {
-                u64::from_str_radix(&t[1..], 8).ok()
-            } else {
-                t.parse().ok()
+/// Evaluates the integer constant expressions of the array sizes of one file (literals, `#define`
+/// macros, `+ - * / % << >>` and parentheses). A macro's value is computed once and kept
+/// unless a limit cut it short (the value of a macro then depends on the macro alone), and the
+/// expansions of the whole file are counted against [`MAX_MACRO_EXPANSIONS`].
+struct SizeEvaluator<'a> {
+    macros: &'a HashMap<String, String>,
+    values: RefCell<HashMap<String, Result<u64, NoValue>>>,
+    expansions: Cell<u32>,
+    parser: RefCell<Option<Parser>>,
+}
+
+impl<'a> SizeEvaluator<'a> {
+    fn new(macros: &'a HashMap<String, String>) -> Self {
+        let mut parser = Parser::new();
+        let parser = parser
+            .set_language(&tree_sitter_c::LANGUAGE.into())
+            .ok()
+            .map(|()| parser);
+        SizeEvaluator {
+            macros,
+            values: RefCell::new(HashMap::new()),
+            expansions: Cell::new(0),
+            parser: RefCell::new(parser),
+        }
+    }
+
+    /// The value of the size expression `expr`.
+    fn eval(&self, expr: &str) -> Result<u64, NoValue> {
+        self.eval_at(expr, 0)
+    }
+
+    fn eval_at(&self, expr: &str, depth: u32) -> Result<u64, NoValue> {
+        if depth > MAX_MACRO_DEPTH {
+            return Err(NoValue::TooDeep);
+        }
+        let wrapped = format!("int x = {expr};");
+        let tree = {
+            let mut parser = self.parser.borrow_mut();
+            let parser = parser.as_mut().ok_or(NoValue::NotConstant)?;
+            parser.parse(&wrapped, None).ok_or(NoValue::NotConstant)?
+        };
+        if tree.root_node().has_error() {
+            return Err(NoValue::NotConstant);
+        }
+        let value = tree
+            .root_node()
+            .named_child(0)
+            .and_then(|decl| decl.child_by_field_name("declarator"))
+            .and_then(|init| init.child_by_field_name("value"))
+            .ok_or(NoValue::NotConstant)?;
+        self.eval_node(value, &wrapped, depth)
+    }
+
+    fn eval_node(&self, node: Node, src: &str, depth: u32) -> Result<u64, NoValue> {
+        use NoValue::NotConstant;
+        match node.kind() {
+            "number_literal" => {
+                let t = text(node, src).trim_end_matches(['u', 'U', 'l', 'L']);
+                let v = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                    u64::from_str_radix(hex, 16).ok()
+                } else if t.len() > 1 && t.starts_with('0') {
+                    u64::from_str_radix(&t[1..], 8).ok()
+                } else {
+                    t.parse().ok()
+                };
+                v.ok_or(NotConstant)
             }
-        }
-        "parenthesized_expression" => eval_node(node.named_child(0)?, src, macros, depth),
-        "identifier" => {
-            let v = macros.get(text(node, src))?;
-            eval(v, macros, depth + 1)
-        }
-        "binary_expression" => {
-            let l = eval_node(node.child_by_field_name("left")?, src, macros, depth)?;
-            let r = eval_node(node.child_by_field_name("right")?, src, macros, depth)?;
-            match text(node.child_by_field_name("operator")?, src) {
-                "+" => l.checked_add(r),
-                "-" => l.checked_sub(r),
-                "*" => l.checked_mul(r),
-                "/" => l.checked_div(r),
-                "%" => l.checked_rem(r),
-                "<<" => l.checked_shl(u32::try_from(r).ok()?),
-                ">>" => l.checked_shr(u32::try_from(r).ok()?),
-                _ => None,
+            "parenthesized_expression" => {
+                self.eval_node(node.named_child(0).ok_or(NotConstant)?, src, depth)
             }
+            "identifier" => self.macro_value(text(node, src), depth),
+            "binary_expression" => {
+                let side = |f: &str| node.child_by_field_name(f).ok_or(NotConstant);
+                let l = self.eval_node(side("left")?, src, depth)?;
+                let r = self.eval_node(side("right")?, src, depth)?;
+                let v = match text(side("operator")?, src) {
+                    "+" => l.checked_add(r),
+                    "-" => l.checked_sub(r),
+                    "*" => l.checked_mul(r),
+                    "/" => l.checked_div(r),
+                    "%" => l.checked_rem(r),
+                    "<<" => u32::try_from(r).ok().and_then(|r| l.checked_shl(r)),
+                    ">>" => u32::try_from(r).ok().and_then(|r| l.checked_shr(r)),
+                    _ => None,
+                };
+                v.ok_or(NotConstant)
+            }
+            _ => Err(NotConstant),
         }
-        _ => None,
+    }
+
+    /// The value of macro `name`, from the ones already computed or by expanding it.
+    fn macro_value(&self, name: &str, depth: u32) -> Result<u64, NoValue> {
+        if let Some(v) = self.values.borrow().get(name) {
+            return *v;
+        }
+        let body = self.macros.get(name).ok_or(NoValue::NotConstant)?;
+        let n = self.expansions.get();
+        if n >= MAX_MACRO_EXPANSIONS {
+            return Err(NoValue::TooManyExpansions);
+        }
+        self.expansions.set(n + 1);
+        let v = self.eval_at(body, depth + 1);
+        if !matches!(v, Err(NoValue::TooDeep | NoValue::TooManyExpansions)) {
+            self.values.borrow_mut().insert(name.to_string(), v);
+        }
+        v
     }
 }
 
-/// Whether the file takes `sizeof NAME` or `&NAME` of the array itself, whose meaning would change
-/// if it became a pointer.
-fn needs_array_type(root: Node, source: &str, name: &str) -> Option<(usize, &'static str)> {
+/// Where the file takes `sizeof NAME` or `&NAME` of an array itself, whose meaning would change
+/// if it became a pointer: operand name → (first line, `sizeof` or `&`). One walk of the tree for
+/// the whole file (a walk per array made a file of 1 000 large arrays take 2 s, 20 000 hours).
+fn whole_array_uses(root: Node, source: &str) -> HashMap<String, (usize, &'static str)> {
     fn strip(t: &str) -> &str {
         let mut t = t.trim();
         while t.starts_with('(') && t.ends_with(')') {
@@ -653,6 +734,13 @@ fn needs_array_type(root: Node, source: &str, name: &str) -> Option<(usize, &'st
         }
         t
     }
+    let mut uses: HashMap<String, (usize, &'static str)> = HashMap::new();
+    let mut note = |operand: &str, line: usize, what: &'static str| {
+        let e = uses.entry(operand.to_string()).or_insert((line, what));
+        if line < e.0 {
+            *e = (line, what);
+        }
+    };
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         match n.kind() {
@@ -660,15 +748,14 @@ fn needs_array_type(root: Node, source: &str, name: &str) -> Option<(usize, &'st
                 let operand = n
                     .child_by_field_name("value")
                     .or_else(|| n.child_by_field_name("type"));
-                if operand.is_some_and(|o| strip(text(o, source)) == name) {
-                    return Some((line_of(n), "sizeof"));
+                if let Some(o) = operand {
+                    note(strip(text(o, source)), line_of(n), "sizeof");
                 }
             }
             "pointer_expression" => {
                 let op = n.child_by_field_name("operator").map(|o| text(o, source));
-                let arg = n.child_by_field_name("argument");
-                if op == Some("&") && arg.is_some_and(|a| strip(text(a, source)) == name) {
-                    return Some((line_of(n), "&"));
+                if let (Some("&"), Some(a)) = (op, n.child_by_field_name("argument")) {
+                    note(strip(text(a, source)), line_of(n), "&");
                 }
             }
             _ => {}
@@ -676,16 +763,16 @@ fn needs_array_type(root: Node, source: &str, name: &str) -> Option<(usize, &'st
         let mut cursor = n.walk();
         stack.extend(n.children(&mut cursor));
     }
-    None
+    uses
 }
 
 /// What [`examine_declaration`] needs to know about the whole file.
-struct Scope<'a, 't> {
-    macros: &'a HashMap<String, String>,
+struct Scope<'a> {
+    sizes: &'a SizeEvaluator<'a>,
     variables: &'a HashSet<String>,
     threshold: u64,
     main_start: Option<usize>,
-    root: Node<'t>,
+    whole_uses: &'a HashMap<String, (usize, &'static str)>,
 }
 
 /// Reports the arrays of one file-scope declaration and plans the rewrite of its eligible ones;
@@ -700,11 +787,11 @@ fn examine_declaration(
     plans: &mut Vec<Plan>,
 ) -> Result<(), MappError> {
     let Scope {
-        macros,
+        sizes: evaluator,
         variables,
         threshold,
         main_start,
-        root,
+        whole_uses,
     } = *scope;
     let Some(ty) = decl.child_by_field_name("type") else {
         return Ok(());
@@ -790,12 +877,16 @@ fn examine_declaration(
             rewritten: false,
             reason: String::new(),
         };
-        let sizes: Option<Vec<u64>> = dims
+        // A missing dimension (`[]`) is reported as unknown size below, before the values.
+        let sizes: Result<Vec<u64>, NoValue> = dims
             .iter()
-            .map(|d| d.as_deref().and_then(|e| eval(e, macros, 0)))
+            .map(|d| {
+                d.as_deref()
+                    .map_or(Err(NoValue::NotConstant), |e| evaluator.eval(e))
+            })
             .collect();
         let esize = elem_size(&ty_text);
-        if let (Some(s), Some(e)) = (&sizes, esize) {
+        if let (Ok(s), Some(e)) = (&sizes, esize) {
             report.bytes = s.iter().try_fold(e, |acc, x| acc.checked_mul(*x));
         }
         let is_extern = storage.iter().any(|s| s == "extern");
@@ -858,12 +949,20 @@ fn examine_declaration(
             Some(format!(
                 "element type `{ty_text}` is not a basic type MApp knows the size of"
             ))
-        } else if sizes.is_none() {
-            Some(
-                "a dimension is not a constant MApp can evaluate (literals, #define macros, \
-                 + - * / % << >>)"
+        } else if let Err(why) = sizes {
+            Some(match why {
+                NoValue::NotConstant => "a dimension is not a constant MApp can evaluate \
+                     (literals, #define macros, + - * / % << >>)"
                     .to_string(),
-            )
+                NoValue::TooDeep => format!(
+                    "a dimension nests macros more than {MAX_MACRO_DEPTH} deep (or a macro \
+                     refers to itself): left as it is"
+                ),
+                NoValue::TooManyExpansions => format!(
+                    "the file's array sizes take more than {MAX_MACRO_EXPANSIONS} macro \
+                     expansions: left as it is; give this dimension a simpler constant"
+                ),
+            })
         } else if report.bytes.is_none() {
             Some("size overflows 64 bits".to_string())
         } else if report.bytes.is_some_and(|b| b < threshold) {
@@ -873,7 +972,7 @@ fn examine_declaration(
             ))
         } else if main_start.is_some_and(|m| decl.start_byte() > m) {
             Some("declared after main, which allocates the arrays: left as it is".to_string())
-        } else if let Some((line, what)) = needs_array_type(root, source, &name) {
+        } else if let Some(&(line, what)) = whole_uses.get(&name) {
             Some(format!(
                 "line {line} takes `{what}` of the whole array, which a pointer would change: \
                  left as it is"
@@ -943,11 +1042,60 @@ mod tests {
         let mut m = HashMap::new();
         m.insert("N".to_string(), "(1 << 10)".to_string());
         m.insert("M".to_string(), "N * 2".to_string());
-        assert_eq!(eval("N", &m, 0), Some(1024));
-        assert_eq!(eval("M + 1", &m, 0), Some(2049));
-        assert_eq!(eval("0x10UL", &m, 0), Some(16));
-        assert_eq!(eval("K", &m, 0), None);
+        let e = SizeEvaluator::new(&m);
+        assert_eq!(e.eval("N"), Ok(1024));
+        assert_eq!(e.eval("M + 1"), Ok(2049));
+        assert_eq!(e.eval("0x10UL"), Ok(16));
+        assert_eq!(e.eval("K"), Err(NoValue::NotConstant));
+        assert_eq!(e.eval("N << 64"), Err(NoValue::NotConstant));
         assert_eq!(elem_size("unsigned long long"), Some(8));
         assert_eq!(elem_size("struct s"), None);
+    }
+
+    /// A macro is expanded once, however often the sizes use it: 13 levels of `(A+A+A+A)` are
+    /// 4^13 uses but 14 expansions.
+    #[test]
+    fn issue7_each_macro_is_expanded_once() {
+        let mut m = HashMap::new();
+        m.insert("A0".to_string(), "1".to_string());
+        for i in 1..=13 {
+            let a = format!("A{}", i - 1);
+            m.insert(format!("A{i}"), format!("({a}+{a}+{a}+{a})"));
+        }
+        let e = SizeEvaluator::new(&m);
+        assert_eq!(e.eval("A13"), Ok(1 << 26));
+        assert_eq!(e.expansions.get(), 14);
+    }
+
+    /// Chains deeper than the limit, macros that refer to themselves, and files past the
+    /// expansion budget end with their own reason, and a cut-short value is not kept.
+    #[test]
+    fn issue7_macro_limits_give_their_reason() {
+        let mut m = HashMap::new();
+        m.insert("SELF".to_string(), "SELF + 1".to_string());
+        m.insert("B0".to_string(), "8".to_string());
+        for i in 1..=20 {
+            m.insert(format!("B{i}"), format!("B{}", i - 1));
+        }
+        let e = SizeEvaluator::new(&m);
+        assert_eq!(e.eval("SELF"), Err(NoValue::TooDeep));
+        assert_eq!(e.eval("B20"), Err(NoValue::TooDeep));
+        // B4 was reached 16 deep from B20 and cut short there: from the top it has a value.
+        assert_eq!(e.eval("B4"), Ok(8));
+        // Alone B16 would be cut (17 deep), but B4..B0 are known now: 12 new expansions.
+        assert_eq!(e.eval("B16"), Ok(8));
+
+        // Distinct macros past the budget (each expanded once, none failing).
+        let mut m = HashMap::new();
+        for i in 0..MAX_MACRO_EXPANSIONS + 10 {
+            m.insert(format!("C{i}"), "2".to_string());
+        }
+        let e = SizeEvaluator::new(&m);
+        for i in 0..MAX_MACRO_EXPANSIONS {
+            assert_eq!(e.eval(&format!("C{i}")), Ok(2));
+        }
+        let last = format!("C{}", MAX_MACRO_EXPANSIONS);
+        assert_eq!(e.eval(&last), Err(NoValue::TooManyExpansions));
+        assert_eq!(e.eval("C0"), Ok(2), "values already computed stay");
     }
 }

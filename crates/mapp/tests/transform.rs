@@ -213,3 +213,42 @@ fn a_file_over_the_limit_is_refused() {
     let e = transform(&big, &m).unwrap_err();
     assert!(matches!(e, MappError::TooLarge(_)), "{e}");
 }
+
+/// A file of 20 000 large arrays (430 KB) ran for over 10 minutes (the whole tree was walked for
+/// each array, to find `sizeof` and `&` of it): it now takes well under a second (release), so
+/// the bound here only tells linear from quadratic.
+#[test]
+fn issue7_a_file_of_many_large_arrays_is_transformed_in_linear_time() {
+    let n = 20_000;
+    let mut src = String::from("#include <stdio.h>\n");
+    for i in 0..n {
+        src.push_str(&format!("double a{i}[1 << 24];\n"));
+    }
+    src.push_str("int main(void) { a0[0] = sizeof a7; return 0; }\n");
+    let m = resolve("kmaf-sim-4x2").unwrap();
+    let start = std::time::Instant::now();
+    let t = transform(&src, &m).unwrap();
+    let took = start.elapsed();
+    assert!(took.as_secs() < 60, "{n} arrays took {took:?}");
+    let rewritten = t.report.arrays.iter().filter(|a| a.rewritten).count();
+    assert_eq!(rewritten, n - 1, "all but a7, whose sizeof is taken");
+    let a7 = t.report.arrays.iter().find(|a| a.name == "a7").unwrap();
+    assert!(a7.reason.contains("sizeof"), "{}", a7.reason);
+}
+
+/// Macros that expand exponentially (13 levels of `(A+A+A+A)`, 4^13 uses in one size) ran for
+/// hours; each macro is now expanded once.
+#[test]
+fn issue7_exponentially_expanding_macros_are_evaluated_once_each() {
+    let mut src = String::from("#define A0 1\n");
+    for i in 1..=13 {
+        let a = format!("A{}", i - 1);
+        src.push_str(&format!("#define A{i} ({a}+{a}+{a}+{a})\n"));
+    }
+    src.push_str("double big[A13];\nint main(void) { big[0] = 1; return 0; }\n");
+    let m = resolve("kmaf-sim-4x2").unwrap();
+    let t = transform(&src, &m).unwrap();
+    let big = &t.report.arrays[0];
+    assert_eq!(big.bytes, Some(8 << 26));
+    assert!(big.rewritten, "{}", big.reason);
+}
