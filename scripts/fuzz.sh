@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes each target for SECONDS (default 60): scripts/fuzz.sh 3600 for a long run. The trace
-# readers (trace_parquet, trace_csv) and the workload files (workload_file) get at most 30 s each
-# and the perf script import (perf_script) 20 s in short runs (SECONDS <= 60), so that CI time
+# readers (trace_parquet, trace_csv) and the workload files (workload_file) get at most 30 s each,
+# the perf script import (perf_script), mapping files (mapping_file), communication matrices
+# (comm_matrix) and MApp's C input (c_source) 20 s in short runs (SECONDS <= 60), so that CI time
 # stays bounded; FUZZ_SECONDS_<TARGET>=N (e.g. FUZZ_SECONDS_TRACE_CSV=5) sets one target's time.
 # Uses a nightly toolchain when there is one, else stable with RUSTC_BOOTSTRAP (cargo-fuzz needs -Z).
 set -euo pipefail
@@ -19,21 +20,26 @@ if rustup run nightly rustc --version >/dev/null 2>&1; then
 else
   export RUSTC_BOOTSTRAP=1
 fi
-mkdir -p fuzz/corpus/machine_file fuzz/corpus/hwloc_xml fuzz/corpus/trace_parquet fuzz/corpus/trace_csv fuzz/corpus/perf_script fuzz/corpus/workload_file
+targets=(machine_file hwloc_xml trace_parquet trace_csv perf_script workload_file mapping_file comm_matrix c_source)
+for target in "${targets[@]}"; do mkdir -p "fuzz/corpus/$target"; done
 cp machines/*.toml fuzz/corpus/machine_file/ 2>/dev/null || true
 cp crates/machine/tests/fixtures/*.xml fuzz/corpus/hwloc_xml/ 2>/dev/null || true
 cp crates/behave/tests/fixtures/*.parquet fuzz/corpus/trace_parquet/ 2>/dev/null || true
 cp crates/behave/tests/fixtures/*.csv fuzz/corpus/trace_csv/ 2>/dev/null || true
 cp crates/behave/tests/fixtures/perf-script-*.txt fuzz/corpus/perf_script/ 2>/dev/null || true
 cp workloads/*.toml fuzz/corpus/workload_file/ 2>/dev/null || true
+cp crates/policy/tests/fixtures/*.toml fuzz/corpus/mapping_file/ 2>/dev/null || true
+cp crates/cli/tests/fixtures/*.csv fuzz/corpus/comm_matrix/ 2>/dev/null || true
+cp crates/mapp/tests/c/*.c crates/cli/tests/fixtures/*.c fuzz/corpus/c_source/ 2>/dev/null || true
 # Every target is built once, in one profile (release with debug assertions, cargo-fuzz's default).
 # hwloc_xml needs no special build: numaff loads XML in a child process, so hwloc's own crashes and
 # the C asserts of hwloc_topology_check (run by hwlocality under debug assertions) end the child and
 # become errors, not fuzzer findings.
 echo "fuzz: building the targets"
 cargo "${toolchain[@]}" fuzz build >/dev/null 2>&1 || cargo "${toolchain[@]}" fuzz build
-declare -A cap=([trace_parquet]=30 [trace_csv]=30 [perf_script]=20 [workload_file]=30)
-for target in machine_file hwloc_xml trace_parquet trace_csv perf_script workload_file; do
+declare -A cap=([trace_parquet]=30 [trace_csv]=30 [perf_script]=20 [workload_file]=30
+  [mapping_file]=20 [comm_matrix]=20 [c_source]=20)
+for target in "${targets[@]}"; do
   secs=$seconds
   if [ -n "${cap[$target]:-}" ] && [ "$seconds" -le 60 ] && [ "$seconds" -gt "${cap[$target]}" ]; then
     secs=${cap[$target]}

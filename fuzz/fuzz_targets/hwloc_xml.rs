@@ -7,7 +7,9 @@ use numaff_machine::file::{from_toml_str, to_toml_string};
 use numaff_machine::hwloc::{from_xml_str, CONVERSION_PANIC};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(xml) = std::str::from_utf8(data) else { return };
+    let Ok(xml) = std::str::from_utf8(data) else {
+        return;
+    };
     // hwloc runs in a child process (the fuzzer is single-threaded): a crash of hwloc itself is an
     // error, but a panic of numaff's conversion is a bug to report.
     let result = from_xml_str(xml, "fuzz.xml");
