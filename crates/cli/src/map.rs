@@ -138,6 +138,31 @@ pub fn run(args: &MapArgs) -> Result<()> {
     if let Some(from) = &args.from {
         let kind = export_kind.context("--from needs --export KIND")?;
         let file = MappingFile::load(from)?;
+        // Every launcher syntax names cpus: one the machine does not have would be bound to
+        // nothing (or fail at the program's start), so the export is refused here.
+        let pus = machine.pus();
+        if let Some((task, pu)) = file
+            .placement
+            .iter()
+            .enumerate()
+            .find(|&(_, &pu)| !pus.contains(pu))
+        {
+            let which = if file.matches(&machine) {
+                "the file says it was computed for this machine: was placement edited? \
+                 give PUs of the machine"
+                    .to_string()
+            } else {
+                format!(
+                    "the file was computed for machine {} ({}): give it with --machine",
+                    file.machine.name, file.machine.fingerprint
+                )
+            };
+            bail!(
+                "{}: task {task} is mapped to PU {pu}, which machine {} does not have (PUs {pus}); {which}",
+                from.display(),
+                machine.name
+            );
+        }
         if !file.matches(&machine) {
             eprintln!(
                 "numaff: warning: {} was computed for machine {} ({}), not for {} ({}); \

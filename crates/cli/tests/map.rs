@@ -288,6 +288,29 @@ fn issue6_map_errors_say_where_and_what() {
         .stderr(predicate::str::contains(
             "broken.toml: tasks: says 2 but placement lists 1 tasks",
         ));
+    // A PU the machine does not have (here edited into a file of that machine) is refused,
+    // rather than exported as a cpu the launcher cannot bind.
+    let kmaf = numaff_machine::spec::resolve("kmaf-sim-4x2").unwrap();
+    let edited = dir.path().join("edited.toml");
+    std::fs::write(
+        &edited,
+        format!(
+            "format = 1\nalgorithm = \"x\"\ntasks = 2\nplacement = [0, 99]\n[machine]\nname = \"kmaf-sim-4x2\"\nfingerprint = \"{}\"\n",
+            numaff_policy::mapping::fingerprint(&kmaf)
+        ),
+    )
+    .unwrap();
+    for kind in ["omp", "gomp", "slurm", "likwid"] {
+        numaff()
+            .args(["map", "--machine", "kmaf-sim-4x2", "--export", kind, "--from"])
+            .arg(&edited)
+            .assert()
+            .failure()
+            .stdout("")
+            .stderr(predicate::str::contains(
+                "edited.toml: task 1 is mapped to PU 99, which machine kmaf-sim-4x2 does not have (PUs 0-7); the file says it was computed for this machine",
+            ));
+    }
 }
 
 /// Issue 6 item 4, `--trace T`: the matrix comes from the trace's analysis. A trace of 8 threads
