@@ -431,17 +431,21 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
 
 /// The first ERROR or MISSING node, as an error with its line and column.
 fn first_error(root: Node, source: &str) -> MappError {
-    fn find(node: Node) -> Option<Node> {
-        if node.is_error() || node.is_missing() {
-            return Some(node);
-        }
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            if child.has_error() || child.is_missing() || child.is_error() {
-                if let Some(found) = find(child) {
-                    return Some(found);
-                }
+    /// Depth first, in source order, through the children that have an error; a loop with its
+    /// own stack, as nesting in a C file has no bound (100 000 parentheses overflowed the
+    /// thread's stack when this recursed).
+    fn find(root: Node) -> Option<Node> {
+        let mut stack = vec![root];
+        while let Some(node) = stack.pop() {
+            if node.is_error() || node.is_missing() {
+                return Some(node);
             }
+            let mut cursor = node.walk();
+            let with_error: Vec<Node> = node
+                .children(&mut cursor)
+                .filter(|c| c.has_error() || c.is_missing() || c.is_error())
+                .collect();
+            stack.extend(with_error.into_iter().rev());
         }
         None
     }
@@ -597,6 +601,10 @@ fn elem_size(ty: &str) -> Option<u64> {
 /// nested) stop here in well under a second instead of running for hours.
 pub const MAX_MACRO_EXPANSIONS: u32 = 100_000;
 
+/// Deepest nesting of parentheses and operators in one expression of an array size (the
+/// evaluation recurses; 100 000 parentheses overflowed the thread's stack without this bound).
+pub const MAX_EXPRESSION_NESTING: u32 = 256;
+
 /// Deepest nesting of macros in an array size, counting the macros not evaluated before (a
 /// macro's value, once known, is not expanded again).
 pub const MAX_MACRO_DEPTH: u32 = 16;
@@ -611,6 +619,8 @@ enum NoValue {
     TooDeep,
     /// More than [`MAX_MACRO_EXPANSIONS`] expansions for the file.
     TooManyExpansions,
+    /// Parentheses and operators nested deeper than [`MAX_EXPRESSION_NESTING`].
+    TooNested,
 }
 
 /// Evaluates the integer constant expressions of the array sizes of one file (literals, `#define`
@@ -663,11 +673,14 @@ impl<'a> SizeEvaluator<'a> {
             .and_then(|decl| decl.child_by_field_name("declarator"))
             .and_then(|init| init.child_by_field_name("value"))
             .ok_or(NoValue::NotConstant)?;
-        self.eval_node(value, &wrapped, depth)
+        self.eval_node(value, &wrapped, depth, 0)
     }
 
-    fn eval_node(&self, node: Node, src: &str, depth: u32) -> Result<u64, NoValue> {
+    fn eval_node(&self, node: Node, src: &str, depth: u32, nest: u32) -> Result<u64, NoValue> {
         use NoValue::NotConstant;
+        if nest > MAX_EXPRESSION_NESTING {
+            return Err(NoValue::TooNested);
+        }
         match node.kind() {
             "number_literal" => {
                 let t = text(node, src).trim_end_matches(['u', 'U', 'l', 'L']);
@@ -680,14 +693,17 @@ impl<'a> SizeEvaluator<'a> {
                 };
                 v.ok_or(NotConstant)
             }
-            "parenthesized_expression" => {
-                self.eval_node(node.named_child(0).ok_or(NotConstant)?, src, depth)
-            }
+            "parenthesized_expression" => self.eval_node(
+                node.named_child(0).ok_or(NotConstant)?,
+                src,
+                depth,
+                nest + 1,
+            ),
             "identifier" => self.macro_value(text(node, src), depth),
             "binary_expression" => {
                 let side = |f: &str| node.child_by_field_name(f).ok_or(NotConstant);
-                let l = self.eval_node(side("left")?, src, depth)?;
-                let r = self.eval_node(side("right")?, src, depth)?;
+                let l = self.eval_node(side("left")?, src, depth, nest + 1)?;
+                let r = self.eval_node(side("right")?, src, depth, nest + 1)?;
                 let v = match text(side("operator")?, src) {
                     "+" => l.checked_add(r),
                     "-" => l.checked_sub(r),
@@ -716,7 +732,10 @@ impl<'a> SizeEvaluator<'a> {
         }
         self.expansions.set(n + 1);
         let v = self.eval_at(body, depth + 1);
-        if !matches!(v, Err(NoValue::TooDeep | NoValue::TooManyExpansions)) {
+        if !matches!(
+            v,
+            Err(NoValue::TooDeep | NoValue::TooManyExpansions | NoValue::TooNested)
+        ) {
             self.values.borrow_mut().insert(name.to_string(), v);
         }
         v
@@ -957,6 +976,10 @@ fn examine_declaration(
                 NoValue::TooDeep => format!(
                     "a dimension nests macros more than {MAX_MACRO_DEPTH} deep (or a macro \
                      refers to itself): left as it is"
+                ),
+                NoValue::TooNested => format!(
+                    "a dimension nests parentheses and operators more than \
+                     {MAX_EXPRESSION_NESTING} deep: left as it is"
                 ),
                 NoValue::TooManyExpansions => format!(
                     "the file's array sizes take more than {MAX_MACRO_EXPANSIONS} macro \

@@ -252,3 +252,36 @@ fn issue7_exponentially_expanding_macros_are_evaluated_once_each() {
     assert_eq!(big.bytes, Some(8 << 26));
     assert!(big.rewritten, "{}", big.reason);
 }
+
+/// 100 000 nested parentheses in a size aborted numaff with a stack overflow (the evaluation and
+/// the search for the first syntax error recursed): now a size nested too deep is kept with its
+/// reason, and a syntax error at the bottom is found.
+#[test]
+fn issue7_deeply_nested_sizes_do_not_overflow_the_stack() {
+    let n = 100_000;
+    let deep = |inner: &str| format!("{}{inner}{}", "(".repeat(n), ")".repeat(n));
+    let m = resolve("kmaf-sim-4x2").unwrap();
+    let src = format!(
+        "double a[{}];\nint main(void) {{ a[0] = 1; return 0; }}\n",
+        deep("1 << 24")
+    );
+    let t = transform(&src, &m).unwrap();
+    assert!(!t.report.changed);
+    let a = &t.report.arrays[0];
+    assert!(a.reason.contains("nests parentheses"), "{}", a.reason);
+    // Not too deep to evaluate: 256 levels.
+    let src = format!(
+        "double a[{}{}{}];\nint main(void) {{ a[0] = 1; return 0; }}\n",
+        "(".repeat(200),
+        "1 << 24",
+        ")".repeat(200)
+    );
+    assert!(transform(&src, &m).unwrap().report.changed);
+    let src = format!("double a[{}];\n", deep("1 <<"));
+    match transform(&src, &m) {
+        Err(MappError::Syntax {
+            line: 1, column, ..
+        }) => assert!(column > n, "{column}"),
+        other => panic!("{other:?}"),
+    }
+}
