@@ -42,6 +42,19 @@ pub struct HwSampling {
     pub cost_ns: f64,
 }
 
+impl HwSampling {
+    /// Every access sampled, with its latency, at no cost to the thread: the exact view tests
+    /// and analyses compare the sampled ones with.
+    pub fn every_access() -> Self {
+        HwSampling {
+            period: 1,
+            jitter: 0.0,
+            min_latency_ns: 0.0,
+            cost_ns: 0.0,
+        }
+    }
+}
+
 /// Induced page faults: every `interval_ns` the sampler marks `fraction` of each process's present
 /// pages not present, so that the next access to each faults, is reported as a `Fault` sample, and
 /// costs the faulting thread `cost_ns`. kMAF (000 §4.1) picks the pages at random (`scan` false);

@@ -15,12 +15,7 @@ const X: u64 = 0x1000_0040;
 fn run(cpu_b: u32, a: Vec<Op>, b: Vec<Op>) -> (Report, Vec<Sample>) {
     let m = catalog::load("laso-hpl").unwrap();
     let cfg = SimConfig {
-        hw_sampling: Some(HwSampling {
-            period: 1,
-            jitter: 0.0,
-            min_latency_ns: 0.0,
-            cost_ns: 0.0,
-        }),
+        hw_sampling: Some(HwSampling::every_access()),
         first_touch_samples: false,
         ..SimConfig::default()
     };

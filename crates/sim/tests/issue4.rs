@@ -408,12 +408,7 @@ fn issue4_a_barrier_releases_its_threads_in_time_order() {
     use numaff_engine::Environment as _;
     let m = catalog::load("laso-hpl").unwrap();
     let cfg = SimConfig {
-        hw_sampling: Some(numaff_sim::HwSampling {
-            period: 1,
-            jitter: 0.0,
-            min_latency_ns: 0.0,
-            cost_ns: 0.0,
-        }),
+        hw_sampling: Some(numaff_sim::HwSampling::every_access()),
         first_touch_samples: false,
         ..SimConfig::default()
     };

@@ -82,12 +82,7 @@ fn issue4_ops_run_in_generator_order_through_hits_and_misses() {
     }
     let m = catalog::load("laso-hpl").unwrap();
     let cfg = SimConfig {
-        hw_sampling: Some(HwSampling {
-            period: 1,
-            jitter: 0.0,
-            min_latency_ns: 0.0,
-            cost_ns: 0.0,
-        }),
+        hw_sampling: Some(HwSampling::every_access()),
         ..SimConfig::default()
     };
     let mut sim = Simulator::new(&m, cfg);
