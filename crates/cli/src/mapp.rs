@@ -114,7 +114,10 @@ fn text_report(r: &Report, input: &str) -> String {
         };
         s.push_str(&format!(
             "{input}:{}: {} {} ({size}): {what}: {}\n",
-            a.line, a.name, a.declared, a.reason
+            a.line,
+            a.name,
+            one_line(&a.declared, DECLARED_CHARS),
+            a.reason
         ));
     }
     if !r.changed {
@@ -123,4 +126,19 @@ fn text_report(r: &Report, input: &str) -> String {
         ));
     }
     s
+}
+
+/// The longest declaration the text report shows (`--json` has it whole).
+const DECLARED_CHARS: usize = 100;
+
+/// `text` on one line (runs of whitespace, newlines included, become one space), cut to `max`
+/// characters with an ellipsis: the report keeps one line per array whatever the sizes' text.
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }

@@ -320,3 +320,60 @@ fn issue7_mapp_bad_inputs_name_the_line_and_leave_no_output_file() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "only huge.c should be there: {left:?}");
 }
+
+/// The text report keeps one line per array: a declaration whose size spans lines, or runs to
+/// 200 KB (100 000 nested parentheses), is shown flattened and cut; `--json` has it whole.
+#[test]
+fn issue7_mapp_report_shows_each_array_on_one_short_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!("{}1 << 24{}", "(".repeat(100_000), ")".repeat(100_000));
+    let src = format!(
+        "#define N 1024\ndouble a[N *\n    N];\ndouble b[{deep}];\nint main(void) {{ a[0] = b[0]; return 0; }}\n"
+    );
+    std::fs::write(dir.path().join("w.c"), &src).unwrap();
+    let out = numaff()
+        .current_dir(dir.path())
+        .args([
+            "mapp",
+            "w.c",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--report",
+            "-o",
+            "out.c",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // With -o the report is on stdout.
+    let report = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = report.lines().filter(|l| l.starts_with("w.c:")).collect();
+    assert!(
+        lines[0].starts_with("w.c:2: a double[N * N] (8.0 MiB): rewritten"),
+        "{report}"
+    );
+    assert!(lines[1].starts_with("w.c:4: b double[((((("), "{report}");
+    assert!(lines[1].contains("…"), "{}", lines[1]);
+    assert!(lines[1].contains("nests parentheses"), "{}", lines[1]);
+    assert!(lines.iter().all(|l| l.chars().count() < 400), "{report}");
+    let json = numaff()
+        .current_dir(dir.path())
+        .args([
+            "mapp",
+            "w.c",
+            "--machine",
+            "kmaf-sim-4x2",
+            "-o",
+            "out.c",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let declared = doc["arrays"][1]["declared"].as_str().unwrap();
+    assert_eq!(
+        declared.len(),
+        "double[]".len() + deep.len(),
+        "whole in JSON"
+    );
+}
