@@ -1,7 +1,13 @@
 /* For the 2-node guest test of induced faults (issue 5): two threads, pinned to argv[1] and argv[2]
- * (a cpu of node 0 and one of node 1), each rewrites its own buffer and, in turn, a buffer they
- * share, for argv[3] milliseconds. 64 pages each, private anonymous memory without transparent
- * huge pages. Prints "BUF name start end" for the test. */
+ * (a cpu of node 0 and one of node 1), each rewrites its own buffer every round and, in turn (odd
+ * rounds thread 0, even rounds thread 1, a barrier between rounds), a buffer they share, for
+ * argv[3] milliseconds. 64 pages each, private anonymous memory without transparent huge pages.
+ * Prints "BUF name start end" for the test.
+ *
+ * The turns matter: without them, QEMU's single-threaded TCG runs one vCPU for a whole slice, and
+ * whichever thread ran right after a re-arm wrote every shared page first, so a page's induced
+ * faults could all come from one node (CI: 20 of 64 pages seen from both). With turns, the first
+ * write after a re-arm is the thread whose turn it is, which is either at random. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -16,7 +22,9 @@
 static size_t LEN;
 static char *own[2], *shared;
 static int cpu[2];
-static long ms;
+static double end;
+static pthread_barrier_t bar;
+static int quit; /* written by one thread between two barriers, read by both after the second */
 
 static double now(void) {
     struct timespec t;
@@ -30,11 +38,14 @@ static void *work(void *arg) {
     CPU_ZERO(&set);
     CPU_SET(cpu[i], &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) { perror("sched_setaffinity"); exit(2); }
-    double end = now() + (double)ms / 1000.0;
-    for (unsigned round = 1; now() < end; round++) {
-        for (size_t k = 0; k < LEN; k += 512) own[i][k] = (char)round;
-        /* Each thread writes its own words of every shared page: both use every page. */
-        for (size_t k = (size_t)i * 8; k < LEN; k += 512) ((volatile char *)shared)[k] = (char)round;
+    for (unsigned round = 1;; round++) {
+        for (size_t k = 0; k < LEN; k += 512) ((volatile char *)own[i])[k] = (char)round;
+        /* In its turn a thread writes its own words of every shared page: both use every page. */
+        if ((int)(round & 1) != i)
+            for (size_t k = (size_t)i * 8; k < LEN; k += 512) ((volatile char *)shared)[k] = (char)round;
+        if (pthread_barrier_wait(&bar) == PTHREAD_BARRIER_SERIAL_THREAD) quit = now() >= end;
+        pthread_barrier_wait(&bar);
+        if (quit) break;
     }
     return NULL;
 }
@@ -50,7 +61,8 @@ int main(int argc, char **argv) {
     if (argc != 4) { fprintf(stderr, "usage: %s CPU_NODE0 CPU_NODE1 MS\n", argv[0]); return 2; }
     cpu[0] = atoi(argv[1]);
     cpu[1] = atoi(argv[2]);
-    ms = atol(argv[3]);
+    end = now() + (double)atol(argv[3]) / 1000.0;
+    pthread_barrier_init(&bar, NULL, 2);
     LEN = PAGES * (size_t)sysconf(_SC_PAGESIZE);
     own[0] = map();
     own[1] = map();
