@@ -212,15 +212,27 @@ fn issue6_apply_program_runs_on_when_numaff_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     // sh and its sleep child: two threads in creation order.
     let map = mapping(dir.path(), "m.toml", &[1, 1]);
-    let done = dir.path().join("done");
+    let (started, done) = (dir.path().join("started"), dir.path().join("done"));
     let mut numaff = StdCommand::new(assert_cmd::cargo::cargo_bin("numaff"))
         .arg("apply")
         .arg(&map)
         .args(["--", "sh", "-c"])
-        .arg(format!("sleep 1; echo ok > {}", done.display()))
+        .arg(format!(
+            "echo > {}; sleep 1; echo ok > {}",
+            started.display(),
+            done.display()
+        ))
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Killed while the program runs (a fixed wait could kill it before the start on a busy
+    // machine, and the test would then see no program at all).
+    for _ in 0..200 {
+        if started.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(started.exists(), "the program did not start in 10 s");
     numaff.kill().unwrap();
     numaff.wait().unwrap();
     for _ in 0..50 {

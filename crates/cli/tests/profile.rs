@@ -198,15 +198,27 @@ fn the_program_runs_on_if_numaff_dies() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let done = dir.path().join("done");
+    let (started, done) = (dir.path().join("started"), dir.path().join("done"));
     let mut numaff = Command::new(cargo_bin("numaff"))
         .args(["profile", "-o"])
         .arg(dir.path().join("t.parquet"))
         .args(["--", "sh", "-c"])
-        .arg(format!("sleep 1; echo ok > {}", done.display()))
+        .arg(format!(
+            "echo > {}; sleep 1; echo ok > {}",
+            started.display(),
+            done.display()
+        ))
         .spawn()
         .expect("run numaff");
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    // Killed while the program runs (a fixed wait could kill it before the start on a busy
+    // machine, and the test would then see no program at all).
+    for _ in 0..200 {
+        if started.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(started.exists(), "the program did not start in 10 s");
     numaff.kill().expect("kill numaff");
     numaff.wait().expect("wait numaff");
     for _ in 0..50 {
