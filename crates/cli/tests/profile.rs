@@ -242,28 +242,51 @@ fn profile_a_running_process_by_pid() {
     let Some(prog) = compile(dir.path(), "touch4") else {
         return;
     };
-    // The shell waits, then execs the program in the same process: its threads start after
-    // numaff attached, and inherit the events.
+    // The shell waits until numaff has attached (it says so on stderr: "numaff: sampler ..."),
+    // then execs the program in the same process: its threads start after numaff attached, and
+    // inherit the events. (A fixed wait of 0.5 s could end before numaff attached on a busy
+    // machine.)
+    let go = dir.path().join("go");
     let mut target = Command::new("sh")
         .arg("-c")
-        .arg(format!("sleep 0.5; exec {}", prog.display()))
+        .arg(format!(
+            "i=0; while [ ! -e {} ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; exec {}",
+            go.display(),
+            prog.display()
+        ))
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("start the target");
     let trace = dir.path().join("p.parquet");
-    let out = Command::new(cargo_bin("numaff"))
+    let mut numaff = Command::new(cargo_bin("numaff"))
         .args(["profile", "--duration", "20s", "-o"])
         .arg(&trace)
         .args(["--pid", &target.id().to_string()])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("run numaff");
+    let stderr = numaff.stderr.take().expect("stderr");
+    let lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.starts_with("numaff: sampler ") {
+                std::fs::write(&go, "").expect("write the go file");
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let out = numaff.wait_with_output().expect("wait for numaff");
+    let stderr = lines.join().expect("stderr reader");
     let _ = target.wait();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("the program exited"), "{stdout}");
     let reader = TraceReader::open(&trace).expect("open");
     let faults = reader.meta().rates.get("faults").copied().unwrap_or(0.0);
