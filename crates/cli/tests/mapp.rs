@@ -331,21 +331,24 @@ fn issue7_mapp_report_shows_each_array_on_one_short_line() {
         "#define N 1024\ndouble a[N *\n    N];\ndouble b[{deep}];\nint main(void) {{ a[0] = b[0]; return 0; }}\n"
     );
     std::fs::write(dir.path().join("w.c"), &src).unwrap();
-    let out = numaff()
-        .current_dir(dir.path())
-        .args([
-            "mapp",
-            "w.c",
-            "--machine",
-            "kmaf-sim-4x2",
-            "--report",
-            "-o",
-            "out.c",
-        ])
-        .output()
-        .unwrap();
+    // With -o the report (or the JSON) is on stdout.
+    let mapp = |flag: &str| {
+        numaff()
+            .current_dir(dir.path())
+            .args([
+                "mapp",
+                "w.c",
+                "--machine",
+                "kmaf-sim-4x2",
+                "-o",
+                "out.c",
+                flag,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = mapp("--report");
     assert!(out.status.success());
-    // With -o the report is on stdout.
     let report = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = report.lines().filter(|l| l.starts_with("w.c:")).collect();
     assert!(
@@ -356,19 +359,7 @@ fn issue7_mapp_report_shows_each_array_on_one_short_line() {
     assert!(lines[1].contains("…"), "{}", lines[1]);
     assert!(lines[1].contains("nests parentheses"), "{}", lines[1]);
     assert!(lines.iter().all(|l| l.chars().count() < 400), "{report}");
-    let json = numaff()
-        .current_dir(dir.path())
-        .args([
-            "mapp",
-            "w.c",
-            "--machine",
-            "kmaf-sim-4x2",
-            "-o",
-            "out.c",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let json = mapp("--json");
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let declared = doc["arrays"][1]["declared"].as_str().unwrap();
     assert_eq!(
