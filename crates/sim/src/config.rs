@@ -143,8 +143,9 @@ pub struct SimConfig {
     pub mlp: usize,
     /// Issue cost of any access, cycles (a pointer chase then measures latency + 1 cycle).
     pub issue_cycles: f64,
-    /// How far one hardware thread's clock may run ahead of the slowest one before the scheduler
-    /// switches, ns. Shared queues see requests out of time order by at most this much.
+    /// How far one hardware thread's clock may run ahead of the next one before the scheduler
+    /// switches, ns. The memory controllers and links keep their requests in time order whatever
+    /// it is (fabric.rs); a smaller quantum makes each thread see the others' effects sooner.
     pub quantum_ns: f64,
     /// Time slice when several software threads share a PU, ns (Linux CFS: a few ms).
     pub slice_ns: f64,

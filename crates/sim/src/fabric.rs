@@ -12,11 +12,12 @@
 //!   a direct link a→b gets 64 B / `bandwidth_mbps[b][a]`; without a matrix,
 //!   `interconnect.link_bandwidth_mbps`, else `LINK_MBPS`.
 //!
-//! Queues are fluid FIFOs: a request arriving at `t` is served from `max(t, latest arrival so far,
-//! free)` and the queue is busy one service time longer. Hardware threads run a little out of time
-//! order (up to the scheduler's quantum and one memory latency), so a request may be simulated
-//! after a later one; measuring its wait from the latest arrival rather than from its own time
-//! keeps the wait equal to the backlog in front of it instead of charging it the skew.
+//! Queues are FIFO servers kept in time order: requests reach them out of time order (hardware
+//! threads are simulated up to the scheduler's quantum apart, a dependent load is issued when the
+//! one before it completes, a request after a first-touch fault comes a microsecond after its
+//! thread's clock), so each queue keeps its recent busy intervals and a request takes the first
+//! idle time at or after its own arrival, moving later the intervals it runs into, as a FIFO fed
+//! in time order would (`Queue`). The queue totals are then the time-ordered FIFO's.
 //!
 //! The queue waits come on top of the uncontended latency: the service time of an idle controller or
 //! link is part of the measured latency already, so an uncontended load costs exactly
@@ -51,35 +52,276 @@ pub(crate) fn later(a: f64, b: f64) -> f64 {
     }
 }
 
-/// One FIFO queue of the fabric (a memory controller or a directed link): the time to serve a
-/// line, when it is free next, and the latest arrival so far. One struct per queue, so that a
-/// crossing indexes one array with one bounds check instead of three (issue 4, change 27).
-#[derive(Debug, Clone, Copy)]
+/// Busy intervals a queue remembers before its latest one (`Queue::older`). Under load its
+/// intervals merge into few, so this covers far more than the skew between requests; a request
+/// older than the oldest one kept is taken at the forgotten history's end (`Queue::floor`).
+/// 1,024 gave the same suite figures as 64 (nas-dc, parsec-streamcluster and nas-sp on
+/// kmaf-sim-4x2, 2026-11-27); 16 changed two of `simcheck`'s ten runs by up to 0.3 %.
+const HISTORY: usize = 64;
+
+/// One queue of the fabric (a memory controller or a directed link): the time to serve a line and
+/// the intervals it is busy. Requests reach a queue out of time order (hardware threads are
+/// simulated up to a quantum apart, a dependent load is issued when the load before it completes,
+/// and a request after a first-touch fault arrives a microsecond after its thread's clock), so the
+/// queue keeps the busy intervals of a FIFO server with every arrival so far, whatever order they
+/// were simulated in: a line arriving at `t` starts when the server is first idle at or after
+/// `t`, and the intervals after it move later by the time it takes, as they would have in time
+/// order. With equal service times the busy intervals, and the sum of the waits, depend only on
+/// the arrival times (Σ starts − Σ arrivals), so the queue totals are the time-ordered FIFO's;
+/// the requests simulated before it and now moved later cannot be given their delay (their
+/// latencies were returned), so it is added to the totals only (`Occupied::pushed`). Before
+/// 2026-11-27 a request was served after every request simulated before it, from the latest
+/// arrival so far: the arrivals bunched behind requests that ran ahead, and the queue totals
+/// carried it (crates/sim/README.md, "Queues in time order").
+#[derive(Debug, Clone)]
 struct Queue {
     service: f64,
-    free: f64,
-    last: f64,
+    /// The latest busy interval `[start, end)`, where nearly every line goes: kept out of `older`
+    /// so that a line in time order touches two fields only. Empty (`start == end`) at first.
+    last: (f64, f64),
+    /// Requests from before this time are taken at it: the history before it is forgotten.
+    floor: f64,
+    /// The busy intervals before `last`, oldest first: sorted and disjoint (touching ones merge),
+    /// each a whole number of service times long.
+    older: History,
+}
+
+/// What one line's passage through a queue did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Occupied {
+    /// When it arrived (its time, or `Queue::floor` when older than the history kept).
+    arrival: f64,
+    /// When its service started: its wait is `start - arrival`.
+    start: f64,
+    /// The delay it added to lines simulated before it that arrived after it, summed, ns.
+    pushed: f64,
 }
 
 impl Queue {
     fn new(service: f64) -> Self {
         Queue {
             service,
-            free: 0.0,
-            last: 0.0,
+            last: (0.0, 0.0),
+            floor: 0.0,
+            older: History::default(),
         }
     }
 
-    /// A line arriving at `t`: arrivals out of time order are taken at the latest arrival so
-    /// far (`now`), then served once the queue is free (`start`). Returns `(now, start)`.
+    /// A line arriving at `t`.
     #[inline(always)]
-    fn occupy(&mut self, t: f64) -> (f64, f64) {
-        let now = later(t, self.last);
-        self.last = now;
-        let start = later(now, self.free);
-        self.free = start + self.service;
-        (now, start)
+    fn occupy(&mut self, t: f64) -> Occupied {
+        let (a, b) = self.last;
+        if t < a {
+            return self.occupy_earlier(t);
+        }
+        // At or after the latest busy interval's start (the common case, in time order): behind
+        // its lines, or alone after it. (`floor` is before `a`: nothing to clamp.)
+        let start = if t > b {
+            self.floor = later(self.floor, self.older.push(self.last));
+            self.last.0 = t;
+            t
+        } else {
+            b
+        };
+        self.last.1 = start + self.service;
+        Occupied {
+            arrival: t,
+            start,
+            pushed: 0.0,
+        }
     }
+
+    /// `occupy` for a line arriving before the latest busy interval's start.
+    #[inline(never)]
+    fn occupy_earlier(&mut self, t: f64) -> Occupied {
+        // All intervals in `older` while this runs; the latest goes back to `last` at the end.
+        self.floor = later(self.floor, self.older.push(self.last));
+        let t = later(t, self.floor);
+        let o = self.insert(t);
+        self.last = self.older.pop();
+        o
+    }
+
+    /// Serves a line arriving at `t`, before the start of `older`'s last interval.
+    fn insert(&mut self, t: f64) -> Occupied {
+        let s = self.service;
+        let busy = &mut self.older;
+        let mut pushed = 0.0;
+        // `t` is before the last interval's start (`occupy` checked) and not before `floor`.
+        if busy.len == 0 || busy.get(busy.len - 1).0 <= t {
+            // The history was forgotten up to `t`'s interval: behind the latest.
+            let (a, b) = busy.get(busy.len.saturating_sub(1));
+            busy.set(busy.len.saturating_sub(1), (a, b + s));
+            return Occupied {
+                arrival: t,
+                start: b,
+                pushed,
+            };
+        }
+        // The first interval ending after `t` (the last one does: it starts after `t`).
+        let mut i = busy.len - 1;
+        while i > 0 && busy.get(i - 1).1 > t {
+            i -= 1;
+        }
+        let (a, b) = busy.get(i);
+        let start;
+        if t < a {
+            // The server is idle at `t`: served at once, ahead of the interval's lines.
+            start = t;
+            if t + s <= a {
+                let joins_left = i > 0 && busy.get(i - 1).1 == t;
+                let joins_right = t + s == a;
+                match (joins_left, joins_right) {
+                    (true, true) => {
+                        busy.set(i - 1, (busy.get(i - 1).0, b));
+                        busy.remove(i);
+                    }
+                    (true, false) => busy.set(i - 1, (busy.get(i - 1).0, t + s)),
+                    (false, true) => busy.set(i, (t, b)),
+                    (false, false) => self.floor = later(self.floor, busy.insert(i, (t, t + s))),
+                }
+                return Occupied {
+                    arrival: t,
+                    start,
+                    pushed,
+                };
+            }
+            // Its service runs into the interval, whose lines all arrived after it (the server
+            // was idle before `a`): they move later by the overlap.
+            let overlap = t + s - a;
+            pushed += lines(b - a, s) * overlap;
+            busy.set(i, (t, b + overlap));
+            if i > 0 && busy.get(i - 1).1 == t {
+                busy.set(i - 1, (busy.get(i - 1).0, b + overlap));
+                busy.remove(i);
+                i -= 1;
+            }
+        } else {
+            // Inside a busy interval: after its lines (the lines of it that arrived after `t`
+            // would wait for it in time order instead; the sum of the waits is the same).
+            start = b;
+            busy.set(i, (a, b + s));
+        }
+        // The intervals the longer one now reaches move later too, and merge into it.
+        while i + 1 < busy.len {
+            let (a1, end) = busy.get(i);
+            let (a2, b2) = busy.get(i + 1);
+            if a2 > end {
+                break;
+            }
+            let overlap = end - a2;
+            pushed += lines(b2 - a2, s) * overlap;
+            busy.set(i, (a1, b2 + overlap));
+            busy.remove(i + 1);
+        }
+        Occupied {
+            arrival: t,
+            start,
+            pushed,
+        }
+    }
+}
+
+/// A queue's busy intervals before its latest one, oldest first, in a ring of `HISTORY`. The ring
+/// is always full: it starts with empty intervals at time 0 (which no line can be before, and
+/// whose lines number 0), so that adding the newest is one write and forgets the oldest.
+#[derive(Debug, Clone)]
+struct History {
+    ring: [(f64, f64); HISTORY],
+    /// Where the oldest is.
+    head: usize,
+    /// Intervals held: `HISTORY`, but for one taken off by `pop` until the next `push`.
+    len: usize,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        History {
+            ring: [(0.0, 0.0); HISTORY],
+            head: 0,
+            len: HISTORY,
+        }
+    }
+}
+
+impl History {
+    fn slot(&self, i: usize) -> usize {
+        (self.head + i) % HISTORY
+    }
+
+    /// The `i`-th interval, oldest first (`i < len`).
+    fn get(&self, i: usize) -> (f64, f64) {
+        self.ring[self.slot(i)]
+    }
+
+    fn set(&mut self, i: usize, v: (f64, f64)) {
+        let k = self.slot(i);
+        self.ring[k] = v;
+    }
+
+    /// Adds the newest interval; when full, the oldest is forgotten. Returns the end of the
+    /// interval forgotten (0 when none), which the queue's `floor` moves to.
+    #[inline(always)]
+    fn push(&mut self, v: (f64, f64)) -> f64 {
+        if self.len == HISTORY {
+            let k = self.head;
+            let gone = self.ring[k].1;
+            self.ring[k] = v;
+            self.head = (k + 1) % HISTORY;
+            gone
+        } else {
+            let k = self.slot(self.len);
+            self.ring[k] = v;
+            self.len += 1;
+            0.0
+        }
+    }
+
+    /// Takes the newest interval off (`len > 0`).
+    fn pop(&mut self) -> (f64, f64) {
+        self.len -= 1;
+        self.get(self.len)
+    }
+
+    /// Puts `v` at position `i`, moving the later ones up; when full, the oldest is forgotten
+    /// first (or `v` itself, when it would be the oldest). Returns the end of the interval
+    /// forgotten (0 when none).
+    fn insert(&mut self, i: usize, v: (f64, f64)) -> f64 {
+        let mut i = i;
+        let mut gone = 0.0;
+        if self.len == HISTORY {
+            if i == 0 {
+                return v.1;
+            }
+            gone = self.ring[self.head].1;
+            self.head = (self.head + 1) % HISTORY;
+            self.len -= 1;
+            i -= 1;
+        }
+        let mut k = self.len;
+        while k > i {
+            let prev = self.get(k - 1);
+            self.set(k, prev);
+            k -= 1;
+        }
+        self.set(i, v);
+        self.len += 1;
+        gone
+    }
+
+    /// Removes the `i`-th interval, moving the later ones down.
+    fn remove(&mut self, i: usize) {
+        for k in i..self.len - 1 {
+            let next = self.get(k + 1);
+            self.set(k, next);
+        }
+        self.len -= 1;
+    }
+}
+
+/// Lines in a busy interval `len` ns long at `service` ns each (a whole number).
+fn lines(len: f64, service: f64) -> f64 {
+    (len / service).round()
 }
 
 /// Controllers, links and latencies of one machine, with their queue states.
@@ -263,27 +505,52 @@ impl Fabric {
     /// Occupies controller `j` for one line from `t`; returns the wait.
     #[inline]
     pub fn occupy_mc(&mut self, t: f64, j: usize) -> f64 {
-        let (now, start) = self.mcs[j].occupy(t);
-        self.mc_lines[j] += 1;
-        let w = start - now;
-        self.mc_wait_ns += w;
-        w
+        let (wait, pushed) = self.mc(t, j);
+        self.mc_wait_ns += wait + pushed;
+        wait
     }
 
     /// Occupies the links from node `from` to node `to` for one line from `t`; returns the waits.
     #[inline(always)]
     pub fn occupy_route(&mut self, t: f64, from: usize, to: usize) -> f64 {
+        let (wait, pushed) = self.route(t, from, to);
+        self.link_wait_ns += wait + pushed;
+        wait
+    }
+
+    /// A dirty line written back from cpu node `from` to memory node `home` at `t`: it occupies
+    /// the links and the controller (lines behind it wait), but nobody waits for it, so its own
+    /// waits are not counted as queueing; the delay it adds to lines simulated before it is.
+    pub fn writeback(&mut self, t: f64, from: usize, home: usize) {
+        let (_, pushed_links) = self.route(t, from, home);
+        let (_, pushed_mc) = self.mc(t, home);
+        self.link_wait_ns += pushed_links;
+        self.mc_wait_ns += pushed_mc;
+    }
+
+    /// One line through controller `j` from `t`: its wait and the delay it added to others.
+    #[inline(always)]
+    fn mc(&mut self, t: f64, j: usize) -> (f64, f64) {
+        let o = self.mcs[j].occupy(t);
+        self.mc_lines[j] += 1;
+        (o.start - o.arrival, o.pushed)
+    }
+
+    /// One line over the links from `from` to `to` from `t`: its waits and the delay it added to
+    /// others.
+    #[inline(always)]
+    fn route(&mut self, t: f64, from: usize, to: usize) -> (f64, f64) {
         let mut arrive = t;
         let mut wait = 0.0;
+        let mut pushed = 0.0;
         for &l in &self.routes[to * self.n + from] {
-            let l = l as usize;
-            let (now, start) = self.links[l].occupy(arrive);
-            wait += start - now;
+            let o = self.links[usize::from(l)].occupy(arrive);
+            wait += o.start - o.arrival;
+            pushed += o.pushed;
             self.link_bytes += LINE as u64;
-            arrive = start;
+            arrive = o.start;
         }
-        self.link_wait_ns += wait;
-        wait
+        (wait, pushed)
     }
 
     /// Copies `lines` lines from memory node `from` to memory node `to` starting at `t` (page
@@ -303,6 +570,136 @@ impl Fabric {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A xorshift stream for the queue tests.
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    /// The busy intervals and the total wait of a FIFO server fed `arrivals` in time order.
+    fn fifo_in_time_order(arrivals: &[f64], service: f64) -> (Vec<(f64, f64)>, f64) {
+        let mut sorted = arrivals.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let mut busy: Vec<(f64, f64)> = Vec::new();
+        let mut wait = 0.0;
+        for t in sorted {
+            match busy.last_mut() {
+                Some(last) if t <= last.1 => {
+                    wait += last.1 - t;
+                    last.1 += service;
+                }
+                _ => busy.push((t, t + service)),
+            }
+        }
+        (busy, wait)
+    }
+
+    /// The queue's intervals, oldest first, its latest included (empty ones left out).
+    fn intervals(q: &Queue) -> Vec<(f64, f64)> {
+        let mut v: Vec<(f64, f64)> = (0..q.older.len).map(|i| q.older.get(i)).collect();
+        v.push(q.last);
+        v.retain(|&(a, b)| b > a);
+        v
+    }
+
+    #[test]
+    fn issue4_queue_in_time_order_is_a_fifo() {
+        // Sorted arrivals: each line starts at max(its time, the previous one's end), as the
+        // queue did before lines could arrive out of order.
+        let mut x = 7u64;
+        let mut q = Queue::new(1.0);
+        let (mut free, mut t) = (0.0f64, 0.0f64);
+        for _ in 0..10_000 {
+            t += (xorshift(&mut x) % 24) as f64 * 0.125;
+            let o = q.occupy(t);
+            assert_eq!(o.arrival, t);
+            assert_eq!(o.start, t.max(free));
+            assert_eq!(o.pushed, 0.0);
+            free = o.start + 1.0;
+        }
+    }
+
+    #[test]
+    fn issue4_queue_out_of_order_gives_the_time_ordered_fifo() {
+        // Arrivals simulated out of time order (each up to 12 lines late; the times are
+        // multiples of 1/8 ns, so every sum is exact): the busy intervals are the time-ordered
+        // FIFO's, and the waits plus the delays pushed onto lines simulated earlier sum to its
+        // total wait, at light, full and overloaded rates.
+        for (seed, gap) in [(1u64, 40u64), (2, 16), (3, 8), (4, 3)] {
+            let mut x = seed;
+            let mut times = Vec::new();
+            let mut t = 0.0;
+            for _ in 0..5_000 {
+                t += (xorshift(&mut x) % gap) as f64 * 0.125;
+                times.push(t);
+            }
+            // Swap each arrival with one up to 12 places later, so the order is scrambled
+            // within a window.
+            for i in 0..times.len() {
+                let j = (i + (xorshift(&mut x) % 13) as usize).min(times.len() - 1);
+                times.swap(i, j);
+            }
+            let mut q = Queue::new(1.0);
+            let mut total = 0.0;
+            let mut late = 0;
+            for &t in &times {
+                let o = q.occupy(t);
+                assert_eq!(o.arrival, t, "no arrival is older than the history kept");
+                assert!(o.start >= t);
+                total += o.start - o.arrival + o.pushed;
+                late += usize::from(o.pushed > 0.0);
+            }
+            let (busy, wait) = fifo_in_time_order(&times, 1.0);
+            let mine = intervals(&q);
+            assert_eq!(mine[..], busy[busy.len() - mine.len()..], "gap {gap}");
+            assert_eq!(total, wait, "gap {gap}");
+            if gap >= 16 {
+                assert!(
+                    late > 0,
+                    "gap {gap}: some late line ran into lines simulated before it"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn issue4_a_late_line_takes_the_idle_time_at_its_arrival() {
+        // One line simulated 100 ns ahead, then one at 0: the one at 0 finds the queue idle
+        // (the old queue took it at the latest arrival, 100 ns, as if it had come then).
+        let mut q = Queue::new(5.0);
+        assert_eq!(q.occupy(100.0).start, 100.0);
+        let o = q.occupy(0.0);
+        assert_eq!((o.arrival, o.start, o.pushed), (0.0, 0.0, 0.0));
+        // One at 97 overlaps the line at 100 by 2 ns: it goes first, and that line is 2 ns late.
+        let o = q.occupy(97.0);
+        assert_eq!((o.start, o.pushed), (97.0, 2.0));
+        assert_eq!(intervals(&q), vec![(0.0, 5.0), (97.0, 107.0)]);
+        // One inside the busy interval starts after it.
+        let o = q.occupy(99.0);
+        assert_eq!((o.start, o.pushed), (107.0, 0.0));
+    }
+
+    #[test]
+    fn issue4_a_line_older_than_the_history_arrives_at_its_end() {
+        // HISTORY + 2 separate lines, 10 ns apart: the history keeps HISTORY intervals before the
+        // latest, so the first, [0, 1), is forgotten; a line out of order puts the latest into the
+        // history too, and [10, 11) goes as well. A line from 0.5 is taken at 11, the forgotten
+        // history's end, and waits for nothing known there.
+        let mut q = Queue::new(1.0);
+        for i in 0..=HISTORY + 1 {
+            q.occupy(10.0 * i as f64);
+        }
+        assert_eq!(q.floor, 1.0);
+        let o = q.occupy(0.5);
+        assert_eq!((o.arrival, o.start, o.pushed), (11.0, 11.0, 0.0));
+        assert!(q.floor >= 11.0);
+        // Lines in time order after it are served as before.
+        let latest = 10.0 * (HISTORY + 1) as f64;
+        assert_eq!(q.occupy(latest + 0.5).start, latest + 1.0);
+    }
 
     #[test]
     fn issue4_later_equals_f64_max_on_times() {

@@ -1773,10 +1773,7 @@ impl Simulator {
         self.stats.writebacks += 1;
         // Writebacks occupy the queues (so reads behind them wait) but nobody waits for them: their
         // own waits are not counted as IMC or link queueing.
-        let (mc, link) = (self.fabric.mc_wait_ns, self.fabric.link_wait_ns);
-        self.fabric.occupy_route(t, from, home);
-        self.fabric.occupy_mc(t, home);
-        (self.fabric.mc_wait_ns, self.fabric.link_wait_ns) = (mc, link);
+        self.fabric.writeback(t, from, home);
     }
 
     /// A line from memory: page lookup (first touch, induced fault, migration in progress), then the

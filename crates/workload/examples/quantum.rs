@@ -1,5 +1,5 @@
 //! How the suite's figures depend on the scheduler's quantum (issue 4, crates/sim/README.md,
-//! "Queues and the quantum"): every named workload on MACHINE with each quantum of the list.
+//! "Queues in time order"): every named workload on MACHINE with each quantum of the list.
 //!
 //! `cargo run --release -p numaff-workload --example quantum -- MACHINE Q1,Q2,... [compact]`
 //! prints, per workload and quantum, the makespan's change and the IMC and link queue totals, the
