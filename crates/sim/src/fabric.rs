@@ -134,6 +134,43 @@ impl Queue {
     /// `occupy` for a line arriving before the latest busy interval's start.
     #[inline(never)]
     fn occupy_earlier(&mut self, t: f64) -> Occupied {
+        let s = self.service;
+        let (a, b) = self.last;
+        let n = self.older.len;
+        let before = if n > 0 {
+            self.older.get(n - 1)
+        } else {
+            (self.floor, self.floor)
+        };
+        if t >= before.1 && t >= self.floor {
+            // The commonest late line: in the idle time just before the latest interval.
+            let joins_left = n > 0 && t == before.1;
+            if t + s < a {
+                if joins_left {
+                    self.older.set(n - 1, (before.0, t + s));
+                } else {
+                    self.floor = later(self.floor, self.older.push((t, t + s)));
+                }
+                return Occupied {
+                    arrival: t,
+                    start: t,
+                    pushed: 0.0,
+                };
+            }
+            // It reaches the latest interval, whose lines all arrived after it: they move later.
+            let overlap = t + s - a;
+            let pushed = lines(b - a, s) * overlap;
+            self.last = (t, b + overlap);
+            if joins_left {
+                self.last.0 = before.0;
+                self.older.pop();
+            }
+            return Occupied {
+                arrival: t,
+                start: t,
+                pushed,
+            };
+        }
         // All intervals in `older` while this runs; the latest goes back to `last` at the end.
         self.floor = later(self.floor, self.older.push(self.last));
         let t = later(t, self.floor);
