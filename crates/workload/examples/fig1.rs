@@ -1,6 +1,8 @@
 //! kMAF Fig. 1 (000 §3.2) with nas-sp on kmaf-sim-4x2, with the figures behind the makespans:
 //! `cargo run -p numaff-workload --example fig1 [SCALE] [LINK_MBPS]` (LINK_MBPS overrides the
 //! ring links' bandwidth, which kMAF Table 1 does not give, to see how the order depends on it).
+//! Two remote thread mappings: T_R, scatter (each neighbour pair on neighbouring processors of the
+//! ring, the test's), and T_R2 (6 of 8 pairs on opposite processors, two hops apart).
 
 use numaff_machine::catalog as machines;
 use numaff_workload::{catalog, run, DataChoice, RunOptions};
@@ -21,7 +23,11 @@ fn main() -> Result<(), String> {
         ic.link_bandwidth_mbps = Some(bw);
     }
     let w = catalog::load("nas-sp")?.scaled(scale);
-    for (tn, t) in [("T_L", "0,1,2,3,4,5,6,7"), ("T_R", "0,4,1,5,2,6,3,7")] {
+    for (tn, t) in [
+        ("T_L", "0,1,2,3,4,5,6,7"),
+        ("T_R", "0,2,4,6,1,3,5,7"),
+        ("T_R2", "0,4,1,5,2,6,3,7"),
+    ] {
         for (dn, d) in [
             ("D_L", DataChoice::OracleLocal),
             ("D_R", DataChoice::OracleRemote),
