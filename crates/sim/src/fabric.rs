@@ -184,11 +184,14 @@ impl Queue {
         let s = self.service;
         let busy = &mut self.older;
         let mut pushed = 0.0;
-        // `t` is before the last interval's start (`occupy` checked) and not before `floor`.
-        if busy.len == 0 || busy.get(busy.len - 1).0 <= t {
-            // The history was forgotten up to `t`'s interval: behind the latest.
-            let (a, b) = busy.get(busy.len.saturating_sub(1));
-            busy.set(busy.len.saturating_sub(1), (a, b + s));
+        // `older` holds the latest interval (`occupy_earlier` put it there), and `t` was before
+        // its start unless `floor` moved `t` up to it.
+        let n = busy.len;
+        debug_assert!(n > 0, "insert without the latest interval");
+        if busy.get(n - 1).0 <= t {
+            // The history was forgotten up to the latest interval's start: behind its lines.
+            let (a, b) = busy.get(n - 1);
+            busy.set(n - 1, (a, b + s));
             return Occupied {
                 arrival: t,
                 start: b,
@@ -259,15 +262,16 @@ impl Queue {
     }
 }
 
-/// A queue's busy intervals before its latest one, oldest first, in a ring of `HISTORY`. The ring
-/// is always full: it starts with empty intervals at time 0 (which no line can be before, and
-/// whose lines number 0), so that adding the newest is one write and forgets the oldest.
+/// A queue's busy intervals before its latest one, oldest first, in a ring of `HISTORY`. It starts
+/// full of empty intervals at time 0 (which no line can be before, and whose lines number 0), so
+/// that adding the newest is one write that forgets the oldest; merges leave it shorter until new
+/// intervals fill it again.
 #[derive(Debug, Clone)]
 struct History {
     ring: [(f64, f64); HISTORY],
     /// Where the oldest is.
     head: usize,
-    /// Intervals held: `HISTORY`, but for one taken off by `pop` until the next `push`.
+    /// Intervals held, at most `HISTORY`.
     len: usize,
 }
 
