@@ -620,6 +620,17 @@ mod tests {
         *x
     }
 
+    /// Shuffles `v` within windows of 13 (Fisher-Yates in each): every element ends up at most
+    /// 12 places from where it was, as requests simulated out of time order by a bounded skew.
+    fn shuffle_in_windows(v: &mut [f64], x: &mut u64) {
+        for w in v.chunks_mut(13) {
+            for i in (1..w.len()).rev() {
+                let j = (xorshift(x) % (i as u64 + 1)) as usize;
+                w.swap(i, j);
+            }
+        }
+    }
+
     /// The busy intervals and the total wait of a FIFO server fed `arrivals` in time order.
     fn fifo_in_time_order(arrivals: &[f64], service: f64) -> (Vec<(f64, f64)>, f64) {
         let mut sorted = arrivals.to_vec();
@@ -665,7 +676,7 @@ mod tests {
 
     #[test]
     fn issue4_queue_out_of_order_gives_the_time_ordered_fifo() {
-        // Arrivals simulated out of time order (each up to 12 lines late; the times are
+        // Arrivals simulated out of time order (each up to 12 places late; the times are
         // multiples of 1/8 ns, so every sum is exact): the busy intervals are the time-ordered
         // FIFO's, and the waits plus the delays pushed onto lines simulated earlier sum to its
         // total wait, at light, full and overloaded rates.
@@ -677,12 +688,7 @@ mod tests {
                 t += (xorshift(&mut x) % gap) as f64 * 0.125;
                 times.push(t);
             }
-            // Swap each arrival with one up to 12 places later, so the order is scrambled
-            // within a window.
-            for i in 0..times.len() {
-                let j = (i + (xorshift(&mut x) % 13) as usize).min(times.len() - 1);
-                times.swap(i, j);
-            }
+            shuffle_in_windows(&mut times, &mut x);
             let mut q = Queue::new(1.0);
             let mut total = 0.0;
             let mut late = 0;
@@ -703,6 +709,50 @@ mod tests {
                     "gap {gap}: some late line ran into lines simulated before it"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn issue4_queue_gives_the_md1_wait_whatever_the_order() {
+        // Poisson arrivals at one service time per line (M/D/1): the mean wait is ρ / (2 (1 - ρ))
+        // service times (Pollaczek-Khinchine). Fed in time order and scrambled within 12 places,
+        // the queue's total (waits plus the delays pushed onto lines simulated earlier) gives it.
+        for (rho, seed) in [(0.5f64, 11u64), (0.8, 12)] {
+            let mut x = seed;
+            let mut t = 0.0;
+            let mut times = Vec::new();
+            for _ in 0..200_000 {
+                let u = ((xorshift(&mut x) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+                t += -u.ln() / rho;
+                times.push(t);
+            }
+            let expected = rho / (2.0 * (1.0 - rho));
+            let mean_wait = |times: &[f64]| {
+                let mut q = Queue::new(1.0);
+                let total: f64 = times
+                    .iter()
+                    .map(|&t| {
+                        let o = q.occupy(t);
+                        o.start - o.arrival + o.pushed
+                    })
+                    .sum();
+                total / times.len() as f64
+            };
+            let in_order = mean_wait(&times);
+            shuffle_in_windows(&mut times, &mut x);
+            let scrambled = mean_wait(&times);
+            println!(
+                "ρ {rho}: M/D/1 {expected:.3}, in order {in_order:.3}, scrambled {scrambled:.3}"
+            );
+            assert!(
+                (in_order / expected - 1.0).abs() < 0.05,
+                "ρ {rho}: {in_order}"
+            );
+            // The same total up to rounding (these times are not on a binary grid).
+            assert!(
+                (scrambled / in_order - 1.0).abs() < 1e-6,
+                "ρ {rho}: {scrambled} vs {in_order}"
+            );
         }
     }
 
