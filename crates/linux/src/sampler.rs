@@ -1298,7 +1298,8 @@ mod tests {
             "{}",
             s.describe()
         );
-        let buf = vec![1u8; 4 << 20];
+        // `black_box`: an optimised build otherwise drops the unused buffer, and its faults.
+        let buf = std::hint::black_box(vec![1u8; 4 << 20]);
         let mut samples = 0;
         s.drain(&mut |_| samples += 1);
         drop(buf);

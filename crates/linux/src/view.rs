@@ -204,7 +204,8 @@ mod tests {
         let machine = one_node_machine();
         let pid = std::process::id() as i32;
         // A buffer with touched pages, so that an anonymous mapping has present pages.
-        let buf = vec![1u8; 8 << 20];
+        // `black_box`: an optimised build otherwise drops the unused buffer before it is touched.
+        let buf = std::hint::black_box(vec![1u8; 8 << 20]);
         let view = process(pid, &machine, Some(Duration::from_millis(50))).unwrap();
         assert_eq!(view.pid, pid);
         assert!(view.threads.iter().any(|t| t.tid == pid));
