@@ -521,6 +521,15 @@ impl SetAssoc {
             .any(|&e| e >> 2 == line + 1)
     }
 
+    /// The lines present, in no particular order (tests).
+    #[cfg(test)]
+    pub(crate) fn lines(&self) -> impl Iterator<Item = u64> + '_ {
+        self.entries
+            .iter()
+            .filter(|&&e| e != 0)
+            .map(|&e| (e >> 2) - 1)
+    }
+
     /// Ways per set.
     pub fn ways(&self) -> usize {
         self.ways

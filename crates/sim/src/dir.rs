@@ -426,7 +426,7 @@ macro_rules! any_form {
 
 #[cfg(test)]
 impl Directory {
-    fn get_any(&self, key: u64) -> Option<DirEntry> {
+    pub(crate) fn get_any(&self, key: u64) -> Option<DirEntry> {
         any_form!(self, get(key))
     }
     fn insert_any(&mut self, key: u64, e: DirEntry) {

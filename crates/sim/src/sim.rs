@@ -173,6 +173,8 @@ struct Pu {
     /// accesses of a suite workload, and looked it up every time).
     geom: u8,
     path_bits: [u64; 2],
+    /// `fill_bits[n]`: the directory bits of `path[..n]`, for `n` in `0..=path.len()`.
+    fill_bits: Vec<[u64; 2]>,
     clock: f64,
     runq: VecDeque<usize>,
     in_heap: bool,
@@ -204,6 +206,9 @@ struct Cx {
     llc: Option<usize>,
     /// `lat[..3]`, zero past the path's end (`lat(pos)` reads `lat` itself beyond).
     lat3: [f64; 3],
+    /// `fill_bits[..4]`, the whole path's bits past its end (`filled_bits` reads `fill_bits`
+    /// itself beyond).
+    fill_bits: [[u64; 2]; 4],
 }
 
 impl Cx {
@@ -221,6 +226,10 @@ impl Cx {
         for (l, &v) in lat3.iter_mut().zip(&pu.lat) {
             *l = v;
         }
+        let mut fill_bits = [pu.path_bits; 4];
+        for (b, &v) in fill_bits.iter_mut().zip(&pu.fill_bits) {
+            *b = v;
+        }
         Cx {
             p,
             pi,
@@ -233,6 +242,7 @@ impl Cx {
             l1: pu.path.first().copied(),
             llc: pu.path.last().copied(),
             lat3,
+            fill_bits,
         }
     }
 }
@@ -457,6 +467,7 @@ impl Simulator {
                 p3: None,
                 geom: 0,
                 path_bits: [0; 2],
+                fill_bits: Vec::new(),
                 clock: 0.0,
                 runq: VecDeque::new(),
                 in_heap: false,
@@ -482,10 +493,12 @@ impl Simulator {
             }
         }
         for pu in &mut pus {
+            pu.fill_bits.push(pu.path_bits);
             for &k in &pu.path {
                 if let Some(b) = caches[k].bit {
                     pu.path_bits[b / 64] |= 1 << (b % 64);
                 }
+                pu.fill_bits.push(pu.path_bits);
             }
             pu.p3 = Path3::of(&pu.path, pu.n_private, &caches);
             pu.geom = pu.p3.map_or(0, |f| {
@@ -1560,8 +1573,14 @@ impl Simulator {
         let path_bits = cx.path_bits;
         let others = and_not(e.holders, path_bits);
         let owner = (e.owner as usize).checked_sub(1);
-        let owner_other =
-            owner.filter(|&o| o != p && any(and_not(self.pus[o].path_bits, path_bits)));
+        // Another PU's caches hold the line beyond this path's (not only a cache both share).
+        let owner_other = owner.filter(|&o| {
+            let held = [
+                e.holders[0] & self.pus[o].path_bits[0],
+                e.holders[1] & self.pus[o].path_bits[1],
+            ];
+            o != p && any(and_not(held, path_bits))
+        });
         let mut stall = 0.0;
         let mut lat;
         match (owner_other, e.dirty) {
@@ -1624,10 +1643,14 @@ impl Simulator {
             if hit.is_some() && owner_other.is_none() {
                 lat = later(lat, far);
             }
-            ne.holders = path_bits;
+            upto = hit.unwrap_or(cx.path_len).max(1);
+            // This path's caches that held the line keep it; the levels before `upto` get it.
+            let filled = self.filled_bits(cx, upto);
+            for ((h, b), f) in ne.holders.iter_mut().zip(path_bits).zip(filled) {
+                *h = (*h & b) | f;
+            }
             ne.owner = p as u32 + 1;
             ne.dirty = true;
-            upto = hit.unwrap_or(cx.path_len).max(1);
             l1_state = MODIFIED;
         } else {
             if let Some(o) = owner_other {
@@ -1638,25 +1661,22 @@ impl Simulator {
                 ne.dirty = false;
             }
             let alone = !any(others);
-            for (h, b) in ne.holders.iter_mut().zip(path_bits) {
-                *h |= b;
+            upto = hit.unwrap_or(cx.path_len);
+            for (h, f) in ne.holders.iter_mut().zip(self.filled_bits(cx, upto)) {
+                *h |= f;
             }
             l1_state = if alone {
-                let mine = ne.owner as usize == p + 1;
-                let st = if mine && ne.dirty {
+                // A dirty line here (not `owner_other`'s) is dirty in a cache of this path: its
+                // owner's, whoever that was, now this PU's, still dirty.
+                ne.owner = p as u32 + 1;
+                if ne.dirty {
                     MODIFIED
                 } else {
                     EXCLUSIVE
-                };
-                if !mine {
-                    ne.dirty = false;
                 }
-                ne.owner = p as u32 + 1;
-                st
             } else {
                 SHARED
             };
-            upto = hit.unwrap_or(cx.path_len);
         }
         self.dir.insert_at::<D>(at, key, ne);
         // The levels before the one that hit (all, on a miss) were probed by `access` and do not
@@ -1681,6 +1701,20 @@ impl Simulator {
             }
         }
         (lat, stall)
+    }
+
+    /// The directory bits of the levels `0..upto` of `cx`'s path: the caches `coherent` fills.
+    /// Only those and the path's caches that already held the line hold it afterwards: the
+    /// directory's holders are exactly the caches that hold the line (bits aliasing aside), so a
+    /// dirty line is written back when it leaves its owner's last cache (issue 4, 2026-11-27:
+    /// the whole path's bits were set, a non-inclusive level's too, whether it held the line
+    /// or not).
+    #[inline(always)]
+    fn filled_bits(&self, cx: &Cx, upto: usize) -> [u64; 2] {
+        match cx.fill_bits.get(upto) {
+            Some(&bits) => bits,
+            None => self.pus[cx.p].fill_bits[upto.min(cx.path_len)],
+        }
     }
 
     /// The fill loop at the end of `coherent` for a path of the common shape `f`: the levels
@@ -2068,6 +2102,18 @@ mod tests {
         general: bool,
         form: Option<FormKind>,
     ) -> Option<(String, String, usize)> {
+        let (mut sim, r, shaped) = mixed(m, general, form)?;
+        let mut s = Vec::new();
+        sim.take_samples(&mut s);
+        Some((format!("{r:?}"), format!("{s:?}"), shaped))
+    }
+
+    /// The simulator after `run_with`'s run, its report and how many PUs have the common shape.
+    fn mixed(
+        m: &Machine,
+        general: bool,
+        form: Option<FormKind>,
+    ) -> Option<(Simulator, Report, usize)> {
         let cfg = SimConfig {
             hw_sampling: Some(HwSampling {
                 period: 7,
@@ -2125,9 +2171,62 @@ mod tests {
         }
         sim.spawn(spec).unwrap();
         let r = sim.run();
-        let mut s = Vec::new();
-        sim.take_samples(&mut s);
-        Some((format!("{r:?}"), format!("{s:?}"), shaped))
+        Some((sim, r, shaped))
+    }
+
+    /// Regression (issue 4, 2026-11-27): the directory's holders are exactly the tracked caches
+    /// that hold each line, and no entry outlives the line's last cached copy. A write that hit in
+    /// the first or second level set the non-inclusive last level's bit whether it held the line
+    /// or not; the stale bit kept the entry (and a dirty owner) after the line left every cache.
+    /// On every catalog machine whose tracked caches have a bit each (no aliasing), on the common
+    /// shape's path and the general one, after `run`'s mix (its conflict lines leave lines in the
+    /// second level that the last level dropped, and its writes then hit them).
+    #[test]
+    fn issue4_directory_holders_are_the_caches_that_hold_the_line() {
+        let mut checked = 0;
+        for name in numaff_machine::catalog::names() {
+            let m = numaff_machine::catalog::load(name).unwrap();
+            for general in [false, true] {
+                let (sim, _, _) = mixed(&m, general, None).unwrap();
+                if sim.tracked.len() > DIR_BITS {
+                    continue;
+                }
+                let mut lines = std::collections::BTreeSet::new();
+                for (b, &k) in sim.tracked.iter().enumerate() {
+                    for line in sim.caches[k].cache.lines() {
+                        lines.insert(line);
+                        let e = sim.dir.get_any(line);
+                        let held = e.is_some_and(|e| e.holders[b / 64] >> (b % 64) & 1 == 1);
+                        assert!(held, "{name}: cache {k} holds {line:#x}, its bit is clear");
+                    }
+                }
+                for &line in &lines {
+                    let e = sim.dir.get_any(line).unwrap();
+                    // An owner holds the line in a cache of its path; a dirty line has one.
+                    if let Some(o) = (e.owner as usize).checked_sub(1) {
+                        let bits = sim.pus[o].path_bits;
+                        let held = (e.holders[0] & bits[0]) | (e.holders[1] & bits[1]) != 0;
+                        assert!(held, "{name}: {line:#x}'s owner {o} holds it nowhere");
+                    } else {
+                        assert!(!e.dirty, "{name}: {line:#x} dirty without an owner");
+                    }
+                    for (b, &k) in sim.tracked.iter().enumerate() {
+                        if e.holders[b / 64] >> (b % 64) & 1 == 1 {
+                            let c = &sim.caches[k].cache;
+                            assert!(c.contains(line), "{name}: {line:#x}'s bit {b} is stale");
+                        }
+                    }
+                }
+                // Every entry is one of those lines: none outlives the last cached copy.
+                assert_eq!(
+                    sim.dir.len(),
+                    lines.len(),
+                    "{name}: entries of uncached lines"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 4, "{checked} runs checked");
     }
 
     #[test]

@@ -99,3 +99,66 @@ fn issue4_sixteen_processes_hit_their_caches_and_a_seventeenth_is_refused() {
     // Each process's second read hits its L1.
     assert_eq!(r.cache_hits[0], 16, "L1 hits: {:?}", r.cache_hits);
 }
+
+/// laso-hpl's caches: 64 L1 sets, 512 L2 sets (both 8-way), 20,480 L3 sets (20-way). A line key is
+/// the address / 64, its set the key modulo the set count.
+const L3_SETS: u64 = 20_480;
+
+/// Thread a (cpu 0) leaves `X` dirty in its L2 only, after the L3 dropped it, then evicts it from
+/// the L2. Steps: write `X`; 24 rounds of a new line of `X`'s L3 set (so also of its L1 and L2
+/// sets), `X` again (out of the L1, so an L2 hit: the L2's LRU moves, the L3's does not) and eight
+/// lines of `X`'s L1 set in other L2 sets (pushing `X` out of the L1) — the L3 evicts `X` while the
+/// L2 keeps it; read `X` (into the L1), write it (an L1 hit); eight more new lines of the L3 set
+/// push it out of the L2.
+fn dirty_in_the_l2_only_then_evicted() -> Vec<Op> {
+    let read = |a: u64| Op::Access(Access::read(a));
+    let l3_mate = |i: u64| X + i * L3_SETS * 64;
+    let l1_mates: Vec<u64> = [1u64, 2, 3, 4, 5, 6, 7, 9]
+        .iter()
+        .map(|j| X + j * 64 * 64)
+        .collect();
+    let mut ops = vec![Op::Access(Access::write(X))];
+    for i in 1..=24 {
+        ops.push(read(l3_mate(i)));
+        ops.push(read(X));
+        ops.extend(l1_mates.iter().map(|&a| read(a)));
+    }
+    ops.push(read(X));
+    ops.push(Op::Access(Access::write(X)));
+    ops.extend((25..=32).map(|i| read(l3_mate(i))));
+    ops
+}
+
+/// Regression (issue 4, 2026-11-27): a write that hit in the L1 or L2 set the directory bits of
+/// the whole path, the non-inclusive L3's among them, whether the L3 held the line or not. When
+/// the L2 then dropped the dirty line, the stale L3 bit kept the entry and its owner: no writeback,
+/// and a later read from another node was priced as a cache-to-cache transfer from a cache that
+/// no longer held the line.
+#[test]
+fn issue4_a_dirty_line_leaving_its_last_cache_is_written_back() {
+    let ops = dirty_in_the_l2_only_then_evicted();
+    let (rep, _) = run(10, ops.clone(), vec![]);
+    assert_eq!(rep.writebacks, 1, "X's dirty data leaves its last cache");
+    // Node 1 then reads X: from node 0's memory, not from a cache of node 0.
+    let mut a = ops;
+    a.push(Op::Barrier);
+    let (rep, s) = run(10, a, vec![Op::Barrier, Op::Access(Access::read(X))]);
+    assert_eq!(rep.c2c_transfers, 0, "no cache holds X");
+    assert_eq!(latencies_of(&s, 10), vec![254.9]);
+}
+
+/// Regression (issue 4, 2026-11-27): a line whose dirty copy is only in a shared cache of the
+/// reader's path is a hit there, not a cache-to-cache transfer. Core 0 writes `X`, then eight
+/// lines of `X`'s L1 and L2 sets but other L3 sets push it out of its L1 and L2: the dirty line
+/// stays in node 0's L3. Core 1 (node 0) reads it: an L3 hit (laso-hpl's L3 latency is the
+/// default 40 cycles), no c2c transfer and no writeback (the L3 still holds the dirty line). It
+/// was priced as a 45 ns transfer from core 0, which no longer held it, and written back.
+#[test]
+fn issue4_a_dirty_line_in_a_shared_cache_is_a_hit_there() {
+    let mut a = vec![Op::Access(Access::write(X))];
+    a.extend((1..=8).map(|k| Op::Access(Access::read(X + k * 512 * 64))));
+    a.push(Op::Barrier);
+    let (rep, s) = run(1, a, vec![Op::Barrier, Op::Access(Access::read(X))]);
+    assert_eq!(latencies_of(&s, 1), vec![40.0 * 1e3 / 2100.0]);
+    assert_eq!((rep.c2c_transfers, rep.writebacks), (0, 0));
+}

@@ -416,7 +416,7 @@ fn issue4_kmaf_fig1_ordering_from_a_halo_exchange_stand_in() {
     // against 8.78 summed) while the last thread to reach a barrier ran its whole next phase
     // before the threads it released (fixed 2026-11-27, `Simulator::run_pu_in`): phases were
     // partly serialised, and the makespans 30 % longer. Now the gains are nearly additive here
-    // (6.61 against 6.95 ms; as speedups, 265 % against 220 + 8 %, it holds). The suite's SP
+    // (6.40 against 6.81 ms; as speedups, 287 % against 229 + 10 %, it holds). The suite's SP
     // (nas-sp), the SP-like workload the issue names, keeps it in time and is where it is
     // asserted: crates/workload/tests/issue4.rs.
 }
