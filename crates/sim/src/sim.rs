@@ -2083,7 +2083,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::config::HwSampling;
+    use crate::config::{HwSampling, OsScheduler};
     use crate::stream::ThreadSpec;
 
     /// Four threads on PUs far apart run random reads and writes (one in three) over a shared
@@ -2102,17 +2102,19 @@ mod tests {
         general: bool,
         form: Option<FormKind>,
     ) -> Option<(String, String, usize)> {
-        let (mut sim, r, shaped) = mixed(m, general, form)?;
+        let (mut sim, r, shaped) = mixed(m, general, form, None)?;
         let mut s = Vec::new();
         sim.take_samples(&mut s);
         Some((format!("{r:?}"), format!("{s:?}"), shaped))
     }
 
-    /// The simulator after `run_with`'s run, its report and how many PUs have the common shape.
+    /// The simulator after `run_with`'s run (with the os scheduler `os`, if given), its report
+    /// and how many PUs have the common shape.
     fn mixed(
         m: &Machine,
         general: bool,
         form: Option<FormKind>,
+        os: Option<OsScheduler>,
     ) -> Option<(Simulator, Report, usize)> {
         let cfg = SimConfig {
             hw_sampling: Some(HwSampling {
@@ -2121,6 +2123,7 @@ mod tests {
                 min_latency_ns: 0.0,
                 cost_ns: 1.0,
             }),
+            os_scheduler: os,
             ..SimConfig::default()
         };
         let mut sim = Simulator::new(m, cfg);
@@ -2180,14 +2183,23 @@ mod tests {
     /// or not; the stale bit kept the entry (and a dirty owner) after the line left every cache.
     /// On every catalog machine whose tracked caches have a bit each (no aliasing), on the common
     /// shape's path and the general one, after `run`'s mix (its conflict lines leave lines in the
-    /// second level that the last level dropped, and its writes then hit them).
+    /// second level that the last level dropped, and its writes then hit them), and with an os
+    /// scheduler that moves threads every 20 µs or so (lines left in the caches a thread moved from).
     #[test]
     fn issue4_directory_holders_are_the_caches_that_hold_the_line() {
         let mut checked = 0;
+        // Every 20 µs (a move costs 5 µs: moving every 2 µs at this rate starves the threads).
+        let moving = OsScheduler {
+            interval_ns: 20_000,
+            move_probability: 0.5,
+        };
         for name in numaff_machine::catalog::names() {
             let m = numaff_machine::catalog::load(name).unwrap();
-            for general in [false, true] {
-                let (sim, _, _) = mixed(&m, general, None).unwrap();
+            for (general, os) in [(false, None), (true, None), (false, Some(moving.clone()))] {
+                let (sim, r, _) = mixed(&m, general, None, os.clone()).unwrap();
+                if os.is_some() {
+                    assert!(r.migrations >= 4, "{name}: {} thread moves", r.migrations);
+                }
                 if sim.tracked.len() > DIR_BITS {
                     continue;
                 }
