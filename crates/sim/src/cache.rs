@@ -7,6 +7,27 @@ pub const SHARED: u8 = 0;
 pub const EXCLUSIVE: u8 = 1;
 /// Held by one private domain, written.
 pub const MODIFIED: u8 = 2;
+/// The simulator's private lines (`Simulator::private_lines`) in a second level: written, and the
+/// third level holds the line `MODIFIED` as well, so that the second level can drop it without
+/// looking there.
+pub const MODIFIED_OUTER: u8 = 3;
+
+/// A line a fill evicted: its entry as the set held it (tag and state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Evicted(u64);
+
+impl Evicted {
+    /// The evicted line.
+    #[inline(always)]
+    pub fn line(self) -> u64 {
+        (self.0 >> 2) - 1
+    }
+    /// Its state when it left.
+    #[inline(always)]
+    pub fn state(self) -> u8 {
+        (self.0 & 3) as u8
+    }
+}
 
 /// A set-associative LRU cache. Each set is a run of `ways` entries ordered most recently used first;
 /// an entry is `(line + 1) << 2 | state`, 0 for an empty way.
@@ -99,6 +120,15 @@ fn match8(set: &[u64; 8], tag: u64) -> u32 {
     }
 }
 
+/// The entry `e` after a write under the private lines' states: `EXCLUSIVE` (1) becomes
+/// `MODIFIED` (2), the others stay; without a branch. Returns the old state.
+#[inline(always)]
+fn written(e: &mut u64) -> u8 {
+    let st = *e & 3;
+    *e += u64::from(st == u64::from(EXCLUSIVE));
+    st as u8
+}
+
 /// `to_front` of the first `k + 1` ways of an 8-way set, without a branch on `k`: each way
 /// takes its own or its predecessor's old entry (selects the compiler writes as conditional
 /// moves; with `match8`'s 16-byte loads, the former masks-and-or form was turned into a longer
@@ -129,13 +159,13 @@ fn touch8(set: &mut [u64; 8], tag: u64) -> Option<u8> {
 /// `fill` within one 8-way set: `new` (tag and state) becomes most recently used; the evicted
 /// line, if the tag was absent and the set full.
 #[inline(always)]
-fn fill8(set: &mut [u64; 8], tag: u64, new: u64) -> Option<u64> {
+fn fill8(set: &mut [u64; 8], tag: u64, new: u64) -> Option<Evicted> {
     let m = match8(set, tag);
     let last = set[7];
     let (k, evicted) = if m != 0 {
         (m.trailing_zeros() as usize, None)
     } else {
-        (7, (last != 0).then(|| (last >> 2) - 1))
+        (7, (last != 0).then_some(Evicted(last)))
     };
     to_front8(set, k, new);
     evicted
@@ -144,11 +174,11 @@ fn fill8(set: &mut [u64; 8], tag: u64, new: u64) -> Option<u64> {
 /// `fill_absent` within one 8-way set: a shift of fixed length (a few vector moves instead of a
 /// loop over the ways); the evicted line, if the set was full.
 #[inline(always)]
-fn fill_absent8(set: &mut [u64; 8], new: u64) -> Option<u64> {
+fn fill_absent8(set: &mut [u64; 8], new: u64) -> Option<Evicted> {
     let last = set[7];
     set.copy_within(0..7, 1);
     set[0] = new;
-    (last != 0).then(|| (last >> 2) - 1)
+    (last != 0).then_some(Evicted(last))
 }
 
 /// `remove` within one 8-way set: the less recently used ways move up, an empty way last.
@@ -187,17 +217,37 @@ fn touch20(set: &mut [u64; W20], tag: u64) -> Option<u8> {
     Some((e & 3) as u8)
 }
 
+/// `restate` within one 20-way set: its ways in three overlapping runs of 8 (`match8`), one
+/// branch on whether the line is there.
+#[inline(always)]
+fn restate20(set: &mut [u64; W20], tag: u64, state: u8) -> bool {
+    let run = |set: &[u64; W20], from: usize| {
+        set.get(from..from + 8)
+            .and_then(|r| r.first_chunk::<8>())
+            .map_or(0, |r| match8(r, tag))
+    };
+    let m = run(set, 0) | run(set, 8) << 8 | run(set, 12) << 12;
+    if m == 0 {
+        return false;
+    }
+    let k = m.trailing_zeros() as usize;
+    if let Some(e) = set.get_mut(k) {
+        *e = tag << 2 | u64::from(state);
+    }
+    true
+}
+
 /// `fill_absent` within one 20-way set: a shift of fixed length, which the compiler writes as a
 /// few vector moves (the loop of `to_front` over a run of unknown length costs three
 /// instructions per way).
 #[inline(always)]
-fn fill_absent20(set: &mut [u64; W20], new: u64) -> Option<u64> {
+fn fill_absent20(set: &mut [u64; W20], new: u64) -> Option<Evicted> {
     let last = set[W20 - 1];
     for w in (1..W20).rev() {
         set[w] = set[w - 1];
     }
     set[0] = new;
-    (last != 0).then(|| (last >> 2) - 1)
+    (last != 0).then_some(Evicted(last))
 }
 
 impl SetAssoc {
@@ -266,17 +316,17 @@ impl SetAssoc {
     }
 
     /// The least recently used line of the line's set if the set is full (what a fill of a new
-    /// line there would evict).
+    /// line there would evict), with its state.
     #[inline]
-    pub fn lru(&self, line: u64) -> Option<u64> {
+    pub fn lru(&self, line: u64) -> Option<Evicted> {
         self.lru_in(self.set_of(line))
     }
 
     /// `lru` of the set at `base` (from `set_of`).
     #[inline]
-    pub fn lru_in(&self, base: usize) -> Option<u64> {
+    pub fn lru_in(&self, base: usize) -> Option<Evicted> {
         let last = self.entries[base + self.ways - 1];
-        (last != 0).then(|| (last >> 2) - 1)
+        (last != 0).then_some(Evicted(last))
     }
 
     /// Looks a line up; on a hit it becomes most recently used and its state is returned.
@@ -311,7 +361,7 @@ impl SetAssoc {
     /// Inserts a line as most recently used with `state` (or updates it if present); returns the
     /// line evicted to make room, if any.
     #[inline]
-    pub fn fill(&mut self, line: u64, state: u8) -> Option<u64> {
+    pub fn fill(&mut self, line: u64, state: u8) -> Option<Evicted> {
         let base = self.set_of(line);
         let tag = line + 1;
         let new = tag << 2 | u64::from(state);
@@ -323,7 +373,7 @@ impl SetAssoc {
             Some(k) => (k, None),
             None => {
                 let last = set[set.len() - 1];
-                (set.len() - 1, (last != 0).then(|| (last >> 2) - 1))
+                (set.len() - 1, (last != 0).then_some(Evicted(last)))
             }
         };
         to_front(&mut set[..=k], new);
@@ -333,13 +383,13 @@ impl SetAssoc {
     /// `fill` of a line known to be absent (its `touch` just missed): no scan for it. The least
     /// recently used line is evicted if the set is full.
     #[inline]
-    pub fn fill_absent(&mut self, line: u64, state: u8) -> Option<u64> {
+    pub fn fill_absent(&mut self, line: u64, state: u8) -> Option<Evicted> {
         self.fill_absent_in(self.set_of(line), line, state)
     }
 
     /// `fill_absent` of a line whose set is at `base` (`set_of(line)`).
     #[inline]
-    pub fn fill_absent_in(&mut self, base: usize, line: u64, state: u8) -> Option<u64> {
+    pub fn fill_absent_in(&mut self, base: usize, line: u64, state: u8) -> Option<Evicted> {
         debug_assert!(!self.contains(line), "fill_absent of a present line");
         debug_assert_eq!(base, self.set_of(line), "fill_absent_in given another set");
         let new = (line + 1) << 2 | u64::from(state);
@@ -349,7 +399,7 @@ impl SetAssoc {
         let set = &mut self.entries[base..base + self.ways];
         let last = set[set.len() - 1];
         to_front(set, new);
-        (last != 0).then(|| (last >> 2) - 1)
+        (last != 0).then_some(Evicted(last))
     }
 
     /// Sets the state of a present line (no LRU change); false if absent.
@@ -364,6 +414,81 @@ impl SetAssoc {
             }
         }
         false
+    }
+
+    /// The state of a present line (no LRU change); None if absent.
+    #[inline]
+    pub fn state_of(&self, line: u64) -> Option<u8> {
+        let base = self.set_of(line);
+        let tag = line + 1;
+        self.entries[base..base + self.ways]
+            .iter()
+            .find(|&&e| e >> 2 == tag)
+            .map(|&e| (e & 3) as u8)
+    }
+
+    /// Sets the state of a present line (no LRU change); false if absent. As `set_state`, but
+    /// without a branch per way: every way is compared (the way of a line is unpredictable; the
+    /// simulator's private lines restate a dirty line's other copy as it leaves a level).
+    #[inline]
+    pub fn restate(&mut self, line: u64, state: u8) -> bool {
+        let base = self.set_of(line);
+        self.restate_in(base, line, state)
+    }
+
+    /// `restate` of a line whose set is at `base` (`set_of(line)`).
+    #[inline]
+    pub fn restate_in(&mut self, base: usize, line: u64, state: u8) -> bool {
+        debug_assert_eq!(base, self.set_of(line), "restate_in given another set");
+        let tag = line + 1;
+        if self.ways == W20 {
+            if let Some(set) = self
+                .entries
+                .get_mut(base..)
+                .and_then(|s| s.first_chunk_mut())
+            {
+                return restate20(set, tag, state);
+            }
+        }
+        let mut found = false;
+        for e in &mut self.entries[base..base + self.ways] {
+            let hit = *e >> 2 == tag;
+            *e = if hit { tag << 2 | u64::from(state) } else { *e };
+            found |= hit;
+        }
+        found
+    }
+
+    /// Sets the state of the most recently used line of the set at `base` (the line a lookup
+    /// just hit there; the way must hold a line).
+    #[inline]
+    pub fn set_mru_state(&mut self, base: usize, state: u8) {
+        if let Some(e) = self.entries.get_mut(base) {
+            *e = (*e & !3) | u64::from(state);
+        }
+    }
+
+    /// `written` of the most recently used line of the set at `base`.
+    #[inline]
+    pub fn written_mru(&mut self, base: usize) -> u8 {
+        self.entries.get_mut(base).map_or(SHARED, written)
+    }
+
+    /// A write to a present line of the simulator's private lines (`Simulator::private_lines`):
+    /// `EXCLUSIVE` becomes `MODIFIED`; `SHARED` (a line in the directory) and the written
+    /// states stay (no LRU change). Returns the state it had, None if absent.
+    #[inline]
+    pub fn write_private(&mut self, line: u64) -> Option<u8> {
+        let base = self.set_of(line);
+        let tag = line + 1;
+        if let Some(set) = self.set8(base) {
+            let m = match8(set, tag);
+            return set.get_mut(m.trailing_zeros() as usize).map(written);
+        }
+        self.entries[base..base + self.ways]
+            .iter_mut()
+            .find(|e| **e >> 2 == tag)
+            .map(written)
     }
 
     /// Removes a line (invalidation); true if it was present.
@@ -416,17 +541,17 @@ impl SetAssoc {
 
     /// `lru` in a cache whose `is_p8` holds.
     #[inline(always)]
-    pub fn lru_p8(&mut self, line: u64) -> Option<u64> {
+    pub fn lru_p8(&mut self, line: u64) -> Option<Evicted> {
         let Some(set) = self.set_p8(line) else {
             return self.lru(line);
         };
         let last = set[7];
-        (last != 0).then(|| (last >> 2) - 1)
+        (last != 0).then_some(Evicted(last))
     }
 
     /// `fill` in a cache whose `is_p8` holds.
     #[inline(always)]
-    pub fn fill_p8(&mut self, line: u64, state: u8) -> Option<u64> {
+    pub fn fill_p8(&mut self, line: u64, state: u8) -> Option<Evicted> {
         let tag = line + 1;
         let new = tag << 2 | u64::from(state);
         let Some(set) = self.set_p8(line) else {
@@ -437,7 +562,7 @@ impl SetAssoc {
 
     /// `fill_absent` in a cache whose `is_p8` holds.
     #[inline(always)]
-    pub fn fill_absent_p8(&mut self, line: u64, state: u8) -> Option<u64> {
+    pub fn fill_absent_p8(&mut self, line: u64, state: u8) -> Option<Evicted> {
         debug_assert!(!self.contains(line), "fill_absent of a present line");
         let new = (line + 1) << 2 | u64::from(state);
         let Some(set) = self.set_p8(line) else {
@@ -483,15 +608,15 @@ impl SetAssoc {
 
     /// `lru_in` in a cache whose `is_w20` holds.
     #[inline(always)]
-    pub fn lru_w20(&self, base: usize) -> Option<u64> {
+    pub fn lru_w20(&self, base: usize) -> Option<Evicted> {
         debug_assert!(self.is_w20(), "a *_w20 lookup on another geometry");
         let last = *self.entries.get(base + (W20 - 1))?;
-        (last != 0).then(|| (last >> 2) - 1)
+        (last != 0).then_some(Evicted(last))
     }
 
     /// `fill_absent_in` in a cache whose `is_w20` holds.
     #[inline(always)]
-    pub fn fill_absent_w20(&mut self, base: usize, line: u64, state: u8) -> Option<u64> {
+    pub fn fill_absent_w20(&mut self, base: usize, line: u64, state: u8) -> Option<Evicted> {
         debug_assert!(!self.contains(line), "fill_absent of a present line");
         debug_assert_eq!(base, self.set_of(line), "fill_absent_w20 given another set");
         let new = (line + 1) << 2 | u64::from(state);
@@ -639,7 +764,7 @@ mod tests {
                             None => {
                                 let last = set[ways - 1];
                                 set.rotate_right(1);
-                                (last != 0).then(|| (last >> 2) - 1)
+                                (last != 0).then(|| ((last >> 2) - 1, (last & 3) as u8))
                             }
                         };
                         set[0] = tag << 2 | u64::from(st);
@@ -649,12 +774,14 @@ mod tests {
                             c.touch(line)
                         };
                         assert_eq!(got_hit, hit, "touch before fill {step}");
-                        assert_eq!(c.fill(line, st), ev, "fill {step}");
+                        let got = c.fill(line, st).map(|e| (e.line(), e.state()));
+                        assert_eq!(got, ev, "fill {step}");
                     }
                     3 => {
                         let last = set[ways - 1];
-                        let want = (last != 0).then(|| (last >> 2) - 1);
+                        let want = (last != 0).then(|| ((last >> 2) - 1, (last & 3) as u8));
                         let got = if w20 { c.lru_w20(base) } else { c.lru(line) };
+                        let got = got.map(|e| (e.line(), e.state()));
                         assert_eq!(got, want, "lru {step}");
                     }
                     4 => {
@@ -662,12 +789,13 @@ mod tests {
                             let last = set[ways - 1];
                             set.rotate_right(1);
                             set[0] = tag << 2 | u64::from(st);
-                            let want = (last != 0).then(|| (last >> 2) - 1);
+                            let want = (last != 0).then(|| ((last >> 2) - 1, (last & 3) as u8));
                             let got = if w20 {
                                 c.fill_absent_w20(base, line, st)
                             } else {
                                 c.fill_absent(line, st)
                             };
+                            let got = got.map(|e| (e.line(), e.state()));
                             assert_eq!(got, want, "fill_absent {step}");
                         }
                     }
@@ -722,8 +850,9 @@ mod tests {
         assert_eq!(c.fill(0, SHARED), None);
         assert_eq!(c.fill(2, SHARED), None);
         assert_eq!(c.touch(0), Some(SHARED)); // 0 is now MRU
-        assert_eq!(c.lru(4), Some(2));
-        assert_eq!(c.fill(4, EXCLUSIVE), Some(2));
+        assert_eq!(c.lru(4).map(Evicted::line), Some(2));
+        let ev = c.fill(4, EXCLUSIVE).map(|e| (e.line(), e.state()));
+        assert_eq!(ev, Some((2, SHARED)));
         assert!(c.contains(0) && c.contains(4) && !c.contains(2));
         assert!(c.set_state(4, MODIFIED));
         assert_eq!(c.touch(4), Some(MODIFIED));
@@ -776,11 +905,12 @@ mod tests {
                             None => {
                                 let last = set[ways - 1];
                                 set.rotate_right(1);
-                                (last != 0).then(|| (last >> 2) - 1)
+                                (last != 0).then(|| ((last >> 2) - 1, (last & 3) as u8))
                             }
                         };
                         set[0] = tag << 2 | u64::from(st);
-                        assert_eq!(c.fill(line, st), ev, "fill {step}");
+                        let got = c.fill(line, st).map(|e| (e.line(), e.state()));
+                        assert_eq!(got, ev, "fill {step}");
                     }
                     3 => {
                         let present = model_remove(set, tag);
@@ -824,6 +954,72 @@ mod tests {
                 assert_eq!(a.lru(line), b.lru(line));
             }
             assert_eq!(a.entries, b.entries);
+        }
+    }
+
+    /// The state updates of the simulator's private lines (issue 4, 2026-11-27) against plain
+    /// scans: `restate` (the 20-way path with its three runs of 8, and other widths), `state_of`,
+    /// `write_private` (`EXCLUSIVE` to `MODIFIED`, other states kept), `written_mru` and
+    /// `set_mru_state` (the way a lookup just hit), none of them changing the LRU order.
+    #[test]
+    fn issue4_private_line_states_agree_with_a_plain_model() {
+        for (ways, sets) in [(20usize, 6u64), (8, 4), (12, 3)] {
+            let mut c = SetAssoc::new(64 * sets * ways as u64, 64, ways as u32);
+            let mut x = 0x1234_5678_9abc_def1u64;
+            for step in 0..20_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let line = (x >> 8) % (sets * ways as u64 * 3);
+                let st = ((x >> 40) % 4) as u8;
+                let base = c.set_of(line);
+                let before: Vec<u64> = c.entries[base..base + ways].to_vec();
+                let at = before.iter().position(|&e| e != 0 && e >> 2 == line + 1);
+                let old = at.map(|k| (before[k] & 3) as u8);
+                assert_eq!(c.state_of(line), old, "state_of {step}");
+                let mut want = before.clone();
+                match (x >> 20) % 5 {
+                    0 => {
+                        c.touch(line).is_none().then(|| c.fill(line, st));
+                        continue;
+                    }
+                    1 => {
+                        let held = if ways == W20 {
+                            c.restate_in(base, line, st)
+                        } else {
+                            c.restate(line, st)
+                        };
+                        assert_eq!(held, at.is_some(), "restate {step}");
+                        if let Some(k) = at {
+                            want[k] = (line + 1) << 2 | u64::from(st);
+                        }
+                    }
+                    2 => {
+                        assert_eq!(c.write_private(line), old, "write_private {step}");
+                        if let (Some(k), Some(EXCLUSIVE)) = (at, old) {
+                            want[k] = (line + 1) << 2 | u64::from(MODIFIED);
+                        }
+                    }
+                    3 => {
+                        let mru = (before[0] & 3) as u8;
+                        assert_eq!(c.written_mru(base), mru, "written_mru {step}");
+                        if mru == EXCLUSIVE {
+                            want[0] += 1;
+                        }
+                    }
+                    // Only after a hit, which leaves a line there.
+                    _ if before[0] != 0 => {
+                        c.set_mru_state(base, st);
+                        want[0] = (want[0] & !3) | u64::from(st);
+                    }
+                    _ => {}
+                }
+                assert_eq!(
+                    c.entries[base..base + ways],
+                    want[..],
+                    "set after step {step}"
+                );
+            }
         }
     }
 }

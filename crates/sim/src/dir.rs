@@ -350,9 +350,9 @@ impl Directory {
         F::map(self).get(&key).map(|&v| F::unpack(v))
     }
 
-    /// Sets the entry of `key`, adding it if absent (tests: the access path writes with
-    /// `insert_at`).
-    #[cfg(test)]
+    /// Sets the entry of `key`, adding it if absent (the access path writes with `insert_at`;
+    /// this is for the lines of a page that stops being private, `Simulator::share_page`).
+    #[inline]
     pub(crate) fn insert<F: Form>(&mut self, key: u64, e: DirEntry) {
         F::map_mut(self).insert(key, F::pack(e));
     }

@@ -20,6 +20,11 @@ const PRESENT: u32 = 1 << 31;
 const ARMED: u32 = 1 << 30;
 const BLOCKED: u32 = 1 << 29;
 const NODE: u32 = 0xffff;
+/// `Page::sole` in bits 16..29.
+const SOLE_SHIFT: u32 = 16;
+const SOLE: u32 = 0x1fff << SOLE_SHIFT;
+/// `Page::sole` of a page whose lines more than one private domain has touched.
+pub(crate) const SOLE_SHARED: u16 = 0x1fff;
 
 /// A present page as the simulator works on it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -30,6 +35,9 @@ pub(crate) struct Page {
     pub(crate) blocked_until: f64,
     /// An induced fault is armed on it.
     pub(crate) armed: bool,
+    /// Which private domain's caches may hold its lines (`Simulator`'s private lines): 0 none yet,
+    /// `d + 1` domain `d` only, `SOLE_SHARED` any (its lines are in the directory).
+    pub(crate) sole: u16,
 }
 
 /// Slots of the chunk memo (`PageTable::memo`): a power of two; 1,024 chunks are 2 GiB of
@@ -98,7 +106,27 @@ impl PageTable {
             node: (e & NODE) as u16,
             blocked_until,
             armed: e & ARMED != 0,
+            sole: ((e & SOLE) >> SOLE_SHIFT) as u16,
         })
+    }
+
+    /// `get(vp)`'s `sole`, without the rest.
+    #[inline(always)]
+    pub(crate) fn sole(&self, vp: u64) -> Option<u16> {
+        let e = self.entries[self.index(vp)?];
+        (e & PRESENT != 0).then_some(((e & SOLE) >> SOLE_SHIFT) as u16)
+    }
+
+    /// Sets the `sole` of the present page `vp` (nothing if absent).
+    #[inline]
+    pub(crate) fn set_sole(&mut self, vp: u64, sole: u16) {
+        debug_assert!(sole <= SOLE_SHARED, "sole {sole} does not fit");
+        if let Some(i) = self.index(vp) {
+            let e = self.entries[i];
+            if e & PRESENT != 0 {
+                self.entries[i] = (e & !SOLE) | (u32::from(sole) << SOLE_SHIFT) & SOLE;
+            }
+        }
     }
 
     /// Sets page `vp`, adding it if absent.
@@ -113,7 +141,8 @@ impl PageTable {
                 start + (vp as usize & (CHUNK - 1))
             }
         };
-        let mut e = PRESENT | u32::from(pg.node);
+        debug_assert!(pg.sole <= SOLE_SHARED, "sole {} does not fit", pg.sole);
+        let mut e = PRESENT | u32::from(pg.node) | (u32::from(pg.sole) << SOLE_SHIFT) & SOLE;
         if pg.armed {
             e |= ARMED;
         }
@@ -166,12 +195,22 @@ mod tests {
                     0.0
                 },
                 armed: (x >> 3).is_multiple_of(2),
+                sole: ((x >> 24) % u64::from(SOLE_SHARED + 1)) as u16,
             };
             if (x >> 5).is_multiple_of(3) {
                 t.insert(vp, pg);
                 r.insert(vp, pg);
             }
             assert_eq!(t.get(vp), r.get(&vp).copied(), "page {vp} at step {step}");
+            assert_eq!(t.sole(vp), r.get(&vp).map(|p| p.sole), "sole of {vp}");
+            if (x >> 9).is_multiple_of(5) {
+                let sole = ((x >> 30) % u64::from(SOLE_SHARED + 1)) as u16;
+                t.set_sole(vp, sole);
+                if let Some(p) = r.get_mut(&vp) {
+                    p.sole = sole;
+                }
+                assert_eq!(t.get(vp), r.get(&vp).copied(), "page {vp} after set_sole");
+            }
             t.prefetch(vp);
         }
         for (&vp, &pg) in &r {
@@ -193,6 +232,7 @@ mod tests {
             node,
             blocked_until: 0.0,
             armed: false,
+            sole: 0,
         };
         // An absent chunk 0 while its memo slot is still empty.
         assert_eq!(t.get(chunk(0, 3)), None);

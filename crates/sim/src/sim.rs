@@ -17,11 +17,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 use numaff_engine::{AccessKind, Sample, TaskId};
 use numaff_machine::{CacheKind, CpuSet, Machine};
 
-use crate::cache::{SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
+use crate::cache::{Evicted, SetAssoc, EXCLUSIVE, MODIFIED, MODIFIED_OUTER, SHARED};
 use crate::config::{defaults, SimConfig};
-use crate::dir::{Directory, Form, FormKind, NarrowForm, PackedForm, WideForm};
+use crate::dir::{DirEntry, Directory, Form, FormKind, NarrowForm, PackedForm, WideForm};
 use crate::fabric::{later, Fabric, LINE};
-use crate::pages::{Page, PageTable};
+use crate::linemap::Prefetcher;
+use crate::pages::{Page, PageTable, SOLE_SHARED};
 use crate::report::{Report, ThreadReport};
 use crate::rng::Rng;
 use crate::stream::{Access, DataPolicy, Op, ProcessSpec};
@@ -175,6 +176,8 @@ struct Pu {
     path_bits: [u64; 2],
     /// `fill_bits[n]`: the directory bits of `path[..n]`, for `n` in `0..=path.len()`.
     fill_bits: Vec<[u64; 2]>,
+    /// Its private domain (the PUs sharing its `p3` second level), for `Simulator::private_lines`.
+    domain: u16,
     clock: f64,
     runq: VecDeque<usize>,
     in_heap: bool,
@@ -209,6 +212,10 @@ struct Cx {
     /// `fill_bits[..4]`, the whole path's bits past its end (`filled_bits` reads `fill_bits`
     /// itself beyond).
     fill_bits: [[u64; 2]; 4],
+    /// Whether the thread's pages can be private (`Simulator::private_lines` and 4 KiB pages).
+    private: bool,
+    /// The PU's private domain (`Pu::domain`).
+    domain: u16,
 }
 
 impl Cx {
@@ -221,7 +228,7 @@ impl Cx {
         }
     }
 
-    fn of(pu: &Pu, p: usize, pi: usize, armed: bool) -> Self {
+    fn of(pu: &Pu, p: usize, pi: usize, armed: bool, private: bool) -> Self {
         let mut lat3 = [0.0; 3];
         for (l, &v) in lat3.iter_mut().zip(&pu.lat) {
             *l = v;
@@ -243,6 +250,8 @@ impl Cx {
             llc: pu.path.last().copied(),
             lat3,
             fill_bits,
+            private,
+            domain: pu.domain,
         }
     }
 }
@@ -365,6 +374,26 @@ pub struct Simulator {
     cur_llc: (usize, usize),
     /// The `Hot` of the thread `run_pu_in` is running; an idle one (no ops) between its runs.
     run: Box<Hot>,
+    /// Private lines (issue 4, 2026-11-27): a line of a page whose lines only one private
+    /// domain (`Pu::domain`: the PUs sharing a second level) has touched (`Page::sole`) has no
+    /// directory entry. Its holders are that domain's second and third levels that hold it, and
+    /// its dirty bit is in their states: `EXCLUSIVE` clean; in the second level `MODIFIED` dirty
+    /// with the third's copy (if any) clean, `MODIFIED_OUTER` dirty with the third holding it
+    /// `MODIFIED` too; in the third `MODIFIED` dirty. So a level dropping the line needs to look
+    /// at the other only when its copy is `MODIFIED` (to write back the line's last copy, or
+    /// hand the dirty bit over), and a clean or `MODIFIED_OUTER` second-level victim costs
+    /// nothing. When a second domain touches the page, its lines enter the directory with the
+    /// entries the directory would have given them (`share_page`, `private_entry`), and their
+    /// states become `SHARED`, as every directory line's in those levels. So the figures are
+    /// the directory's, bit for bit (`issue4_private_lines_give_the_directorys_figures`), and a
+    /// thread's private data costs no directory probe. On when every PU's path has the common
+    /// shape (`Path3`), every tracked cache has its own directory bit (no aliasing, whose
+    /// imprecision the states would not repeat), and every PU is on its second and third
+    /// levels' node; and only for processes with 4 KiB pages (a page turning shared looks up
+    /// each of its lines).
+    private_lines: bool,
+    /// A PU of each private domain (`Pu::domain`).
+    domain_pu: Vec<usize>,
     /// A PU joined the runnable ones (`enqueue`) since `run_until` last computed a horizon: the
     /// PU running must stop, so that the next horizon counts the PUs woken (issue 4).
     woke: bool,
@@ -468,6 +497,7 @@ impl Simulator {
                 geom: 0,
                 path_bits: [0; 2],
                 fill_bits: Vec::new(),
+                domain: 0,
                 clock: 0.0,
                 runq: VecDeque::new(),
                 in_heap: false,
@@ -510,6 +540,24 @@ impl Simulator {
                 }
             });
         }
+        // Private domains: the PUs sharing a common-shape second level (`private_lines`).
+        let mut domain_pu: Vec<usize> = Vec::new();
+        let mut domain_of: HashMap<usize, usize> = HashMap::new();
+        for (p, pu) in pus.iter_mut().enumerate() {
+            if let Some(f) = pu.p3 {
+                let d = *domain_of.entry(f.l2).or_insert_with(|| {
+                    domain_pu.push(p);
+                    domain_pu.len() - 1
+                });
+                pu.domain = u16::try_from(d).unwrap_or(u16::MAX);
+            }
+        }
+        let private_lines = tracked.len() <= DIR_BITS
+            && domain_pu.len() < usize::from(SOLE_SHARED)
+            && pus.iter().all(|pu| {
+                pu.p3
+                    .is_some_and(|f| caches[f.l2].node == pu.node && caches[f.l3].node == pu.node)
+            });
         let mut mem_nodes: Vec<usize> = (0..machine.nodes.len())
             .filter(|&i| machine.nodes[i].memory_bytes > 0)
             .collect();
@@ -555,6 +603,8 @@ impl Simulator {
             next_balance,
             cur_llc: NO_SET,
             woke: false,
+            private_lines,
+            domain_pu,
             run: Box::new(Hot::new(Box::new(std::iter::empty()), u64::MAX, 0, 0.0)),
         }
     }
@@ -661,6 +711,7 @@ impl Simulator {
                             node: ni as u16,
                             blocked_until: 0.0,
                             armed: false,
+                            sole: 0,
                         },
                     );
                     proc.page_list.push(vp);
@@ -999,7 +1050,9 @@ impl Simulator {
         loop {
             let Some(ti) = self.pick(p) else { return };
             let pi = self.threads[ti].proc;
-            let cx = Cx::of(&self.pus[p], p, pi, self.procs[pi].armed > 0);
+            let pr = &self.procs[pi];
+            let private = self.private_lines && pr.page_shift == 12;
+            let cx = Cx::of(&self.pus[p], p, pi, pr.armed > 0, private);
             // The thread's hot state is `self.run` until this loop is left (`stop`).
             std::mem::swap(&mut self.run, &mut self.threads[ti].hot);
             // Run this thread until the horizon, its slice's end (when others wait), or it stops.
@@ -1120,7 +1173,7 @@ impl Simulator {
                     let c2 = &mut self.caches[f.l2].cache;
                     let lru2 = if G::P8 { c2.lru_p8(key) } else { c2.lru(key) };
                     if let Some(victim) = lru2 {
-                        dp.fetch(victim);
+                        Self::prefetch_victim2(&self.caches, &dp, f, victim);
                     }
                     let c = &self.caches[f.l3].cache;
                     let lru = match (f.l3 == llc, G::W20) {
@@ -1129,7 +1182,7 @@ impl Simulator {
                         (false, _) => c.lru(key),
                     };
                     if let Some(victim) = lru {
-                        dp.fetch(victim);
+                        Self::prefetch_victim3(&self.procs, &dp, victim);
                     }
                 } else {
                     for &k in self.pus[cx.p].path.iter().skip(1) {
@@ -1141,7 +1194,7 @@ impl Simulator {
                                 c.cache.lru(key)
                             };
                             if let Some(victim) = lru {
-                                dp.fetch(victim);
+                                dp.fetch(victim.line());
                             }
                         }
                     }
@@ -1370,7 +1423,7 @@ impl Simulator {
             if !G::P8 && st.is_none() && self.caches[k].bit.is_some() {
                 // The first level missed: as the loop in `access_beyond_l1` does after a miss.
                 if let Some(victim) = self.caches[k].cache.lru(key) {
-                    self.dir.prefetch::<D>(victim);
+                    self.dir.prefetch::<D>(victim.line());
                 }
             }
             Some((k, st?))
@@ -1390,11 +1443,21 @@ impl Simulator {
             return (lat, 0.0);
         }
         if a.write && st == EXCLUSIVE {
-            self.dir.update::<D, _>(key, |e| e.dirty = true);
+            // A private line's dirty bit is its second level's state (`private_lines`); the
+            // second level keeps the first inclusive, so it holds the line.
+            let private = cx.private
+                && cx.p3.is_some_and(|f| {
+                    let st2 = self.caches[f.l2].cache.write_private(key);
+                    debug_assert!(st2.is_some(), "a first-level line outside the second");
+                    st2.is_some_and(|s| s != SHARED)
+                });
+            if !private {
+                self.dir.update::<D, _>(key, |e| e.dirty = true);
+            }
             self.caches[k].cache.set_state(key, MODIFIED);
             return (lat, 0.0);
         }
-        self.coherent::<D, G>(ti, cx, key, t, a.write, Some(0))
+        self.coherent::<D, G>(ti, cx, key, t, a.write, Some(0), false)
     }
 
     /// The rest of `access` after the first level missed (or when the path has no level): the
@@ -1436,7 +1499,7 @@ impl Simulator {
             // recently used line, whose directory entry will then be updated; start that fetch.
             if self.caches[k].bit.is_some() {
                 if let Some(victim) = self.caches[k].cache.lru_in(base) {
-                    self.dir.prefetch::<D>(victim);
+                    self.dir.prefetch::<D>(victim.line());
                 }
             }
         }
@@ -1451,7 +1514,7 @@ impl Simulator {
                 return (pu.lat[pos], 0.0);
             }
         }
-        self.coherent::<D, G>(ti, cx, key, t, a.write, hit)
+        self.coherent::<D, G>(ti, cx, key, t, a.write, hit, false)
     }
 
     /// `access_beyond_l1` for a PU whose path has the common shape `f` (`Path3`): the same steps
@@ -1504,13 +1567,13 @@ impl Simulator {
                 }
                 return (cx.lat3[1], 0.0);
             }
-            return self.coherent::<D, G>(ti, cx, key, t, true, Some(1));
+            return self.coherent::<D, G>(ti, cx, key, t, true, Some(1), false);
         }
         if !ahead {
             let c2 = &mut self.caches[f.l2].cache;
             let lru2 = if G::P8 { c2.lru_p8(key) } else { c2.lru(key) };
-            if let Some(victim) = lru2 {
-                self.dir.prefetch::<D>(victim);
+            if let Some(v) = lru2 {
+                Self::prefetch_victim2(&self.caches, &self.dir.prefetcher::<D>(), f, v);
             }
         }
         self.stats.probes[2] += 1;
@@ -1530,8 +1593,8 @@ impl Simulator {
                 } else {
                     c3.lru_in(base3)
                 };
-                if let Some(victim) = lru3 {
-                    self.dir.prefetch::<D>(victim);
+                if let Some(v) = lru3 {
+                    Self::prefetch_victim3(&self.procs, &self.dir.prefetcher::<D>(), v);
                 }
             }
             None
@@ -1540,7 +1603,35 @@ impl Simulator {
         if hit.is_some() {
             self.stats.hits[2] += 1;
         }
-        self.coherent::<D, G>(ti, cx, key, t, a.write, hit)
+        self.coherent::<D, G>(ti, cx, key, t, a.write, hit, hit3 == Some(MODIFIED))
+    }
+
+    /// Starts the host's fetch of what the eviction of `v` from the second level of `f` will
+    /// look up: its directory slot, or for a private line left dirty there (`private_lines`)
+    /// its set in the third level (`private_victim2`).
+    #[inline(always)]
+    fn prefetch_victim2(caches: &[CacheInst], dp: &Prefetcher, f: Path3, v: Evicted) {
+        match v.state() {
+            SHARED => dp.fetch(v.line()),
+            MODIFIED => caches[f.l3].cache.prefetch(v.line()),
+            _ => {}
+        }
+    }
+
+    /// `prefetch_victim2` for a third-level victim: a dirty private line's page entry, for its
+    /// domain (`private_victim3`) and its writeback.
+    #[inline(always)]
+    fn prefetch_victim3(procs: &[Process], dp: &Prefetcher, v: Evicted) {
+        match v.state() {
+            SHARED => dp.fetch(v.line()),
+            MODIFIED => {
+                if let Some(pr) = procs.get((v.line() >> ASID_SHIFT) as usize) {
+                    pr.pages
+                        .prefetch(((v.line() & LINE_MASK) << 6) >> pr.page_shift);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// The first entry of `key`'s set in cache `k`: the one `next_op` computed for the current
@@ -1556,6 +1647,10 @@ impl Simulator {
         }
     }
 
+    /// The coherence actions of an access that reached the directory: a hit at path level `hit`
+    /// (None: every level missed) whose last-level copy was `MODIFIED` if `l3_dirty` (a private
+    /// line's dirty bit, `private_lines`; false elsewhere).
+    #[allow(clippy::too_many_arguments)]
     fn coherent<D: Form, G: Geom>(
         &mut self,
         ti: usize,
@@ -1564,7 +1659,15 @@ impl Simulator {
         t: f64,
         write: bool,
         hit: Option<usize>,
+        l3_dirty: bool,
     ) -> (f64, f64) {
+        if cx.private {
+            if let Some(f) = cx.p3 {
+                if self.private_page::<D>(cx, key) {
+                    return self.coherent_private::<D, G>(ti, cx, f, key, t, write, hit, l3_dirty);
+                }
+            }
+        }
         let p = cx.p;
         // One probe of the directory for the read here and the write below (`insert_at`): in
         // between only caches, the fabric and page tables change, never the directory.
@@ -1683,7 +1786,7 @@ impl Simulator {
         // hold the line; nothing since has put it there (invalidations and evictions only remove).
         let missed = hit.unwrap_or(usize::MAX);
         if let Some(f) = cx.p3 {
-            self.fill3::<D, G>(f, key, upto, missed, l1_state, t);
+            self.fill3::<D, G>(f, key, upto, missed, [l1_state, SHARED, SHARED], t);
             return (lat, stall);
         }
         for pos in 0..upto.min(cx.path_len) {
@@ -1697,7 +1800,142 @@ impl Simulator {
                 c.fill(key, st)
             };
             if let Some(ev) = ev {
-                self.evicted::<D, G>(k, ev, t);
+                self.evicted::<D, G>(k, ev.line(), t);
+            }
+        }
+        (lat, stall)
+    }
+
+    /// Whether the page of `key` is private to `cx`'s domain (`private_lines`), taking it if no
+    /// domain has touched it yet. A page private to another domain is shared from now on
+    /// (`share_page`) and is not.
+    #[inline(always)]
+    fn private_page<D: Form>(&mut self, cx: &Cx, key: u64) -> bool {
+        let mine = cx.domain + 1;
+        let pr = &mut self.procs[cx.pi];
+        let vp = ((key & LINE_MASK) << 6) >> pr.page_shift;
+        match pr.pages.sole(vp) {
+            // Not present: a first touch, which `memory` gives to this domain. No cache holds a
+            // line of a page never touched.
+            None => true,
+            Some(s) if s == mine => true,
+            Some(0) => {
+                pr.pages.set_sole(vp, mine);
+                true
+            }
+            Some(SOLE_SHARED) => false,
+            Some(other) => {
+                self.share_page::<D>(cx.pi, vp, usize::from(other - 1));
+                false
+            }
+        }
+    }
+
+    /// A page private to domain `d` becomes shared: each of its lines that `d`'s caches hold
+    /// gets the directory entry the directory would have (`private_entry`), and its state in
+    /// those caches becomes `SHARED`, as every directory line's.
+    fn share_page<D: Form>(&mut self, pi: usize, vp: u64, d: usize) {
+        let pr = &mut self.procs[pi];
+        pr.pages.set_sole(vp, SOLE_SHARED);
+        let shift = pr.page_shift;
+        let Some(&rep) = self.domain_pu.get(d) else {
+            return;
+        };
+        let Some(f) = self.pus[rep].p3 else { return };
+        let first = ((pi as u64) << ASID_SHIFT) | ((vp << (shift - 6)) & LINE_MASK);
+        for line in first..first + (1 << (shift - 6)) {
+            if let Some(e) = self.private_entry(rep, line) {
+                self.dir.insert::<D>(line, e);
+                self.caches[f.l2].cache.set_state(line, SHARED);
+                self.caches[f.l3].cache.set_state(line, SHARED);
+            }
+        }
+    }
+
+    /// The directory entry of a line of a page private to PU `rep`'s domain, as the directory
+    /// would hold it: its holders are the domain's second and third levels that hold it, its
+    /// owner the domain (any of its PUs: they share every cache, so the directory cannot tell
+    /// them apart), dirty if either level has it `MODIFIED`. None if neither holds it.
+    fn private_entry(&self, rep: usize, line: u64) -> Option<DirEntry> {
+        let f = self.pus.get(rep)?.p3?;
+        let s2 = self.caches[f.l2].cache.state_of(line);
+        let s3 = self.caches[f.l3].cache.state_of(line);
+        if s2.is_none() && s3.is_none() {
+            return None;
+        }
+        let mut holders = [0u64; 2];
+        for (st, b) in [(s2, f.b2), (s3, f.b3)] {
+            if st.is_some() {
+                holders[b / 64] |= 1 << (b % 64);
+            }
+        }
+        Some(DirEntry {
+            holders,
+            owner: rep as u32 + 1,
+            dirty: matches!(s2, Some(MODIFIED | MODIFIED_OUTER)) || s3 == Some(MODIFIED),
+        })
+    }
+
+    /// `coherent` for a line of a page private to `cx`'s domain (`private_lines`): no other
+    /// cache holds it, so no invalidation and no transfer; the latency is the hit's or memory's.
+    /// The states carry the dirty bit (`private_lines`): a write that misses or hits the third
+    /// level leaves the line `MODIFIED` there and `MODIFIED_OUTER` in the second; one that hits
+    /// the first or second level marks the second's copy written (`written`: the third's copy,
+    /// if any, is clean then). A read hitting the third level takes its state inward. The first
+    /// level gets the directory's state for a line held alone: `MODIFIED` if dirty, else
+    /// `EXCLUSIVE`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn coherent_private<D: Form, G: Geom>(
+        &mut self,
+        ti: usize,
+        cx: &Cx,
+        f: Path3,
+        key: u64,
+        t: f64,
+        write: bool,
+        hit: Option<usize>,
+        l3_dirty: bool,
+    ) -> (f64, f64) {
+        let (lat, stall) = match hit {
+            Some(pos) => (cx.lat(pos, &self.pus), 0.0),
+            None => {
+                self.stats.llc_misses += 1;
+                self.memory(ti, cx, key, t)
+            }
+        };
+        let missed = hit.unwrap_or(usize::MAX);
+        debug_assert!(
+            write || hit.is_none_or(|pos| pos >= 2),
+            "a private read hit in L1/L2"
+        );
+        match hit {
+            // A write hitting the first or second level, which holds the line (it keeps the
+            // first inclusive): the first level's copy becomes `MODIFIED`.
+            Some(pos @ (0 | 1)) => {
+                let c2 = &mut self.caches[f.l2].cache;
+                if pos == 1 {
+                    // Just made most recently used there by `access_beyond_l1_3`.
+                    c2.written_mru(c2.set_of(key));
+                } else {
+                    c2.write_private(key);
+                }
+                self.fill3::<D, G>(f, key, 1, missed, [MODIFIED; 3], t);
+            }
+            _ => {
+                let dirty = write || l3_dirty;
+                if write && hit.is_some() {
+                    // Hit in the third level, just made most recently used there.
+                    let base = self.set_in(f.l3, key);
+                    self.caches[f.l3].cache.set_mru_state(base, MODIFIED);
+                }
+                let states = if dirty {
+                    [MODIFIED, MODIFIED_OUTER, MODIFIED]
+                } else {
+                    [EXCLUSIVE; 3]
+                };
+                let upto = if hit.is_some() { 2 } else { 3 };
+                self.fill3::<D, G>(f, key, upto, missed, states, t);
             }
         }
         (lat, stall)
@@ -1722,18 +1960,24 @@ impl Simulator {
     /// no directory bit and nothing inside it, so its victim needs nothing (`evicted` would return
     /// at once); the second's victim leaves the first level and its directory bit.
     #[inline(always)]
+    ///
+    /// `states` are the three levels' states for the line (a private line's carry its dirty bit,
+    /// `private_lines`); a victim's state says where its coherence state is: `SHARED`, in the
+    /// directory; else in the levels' states (`private_victim2`; a dirty third-level victim is
+    /// written back, a clean one needs nothing).
     fn fill3<D: Form, G: Geom>(
         &mut self,
         f: Path3,
         key: u64,
         upto: usize,
         missed: usize,
-        l1_state: u8,
+        states: [u8; 3],
         t: f64,
     ) {
         if upto == 0 {
             return;
         }
+        let [l1_state, l2_state, l3_state] = states;
         let c = &mut self.caches[f.l1].cache;
         match (G::P8, 0 < missed) {
             (true, true) => c.fill_absent_p8(key, l1_state),
@@ -1746,19 +1990,24 @@ impl Simulator {
         }
         let c = &mut self.caches[f.l2].cache;
         let ev = match (G::P8, 1 < missed) {
-            (true, true) => c.fill_absent_p8(key, SHARED),
-            (true, false) => c.fill_p8(key, SHARED),
-            (false, true) => c.fill_absent(key, SHARED),
-            (false, false) => c.fill(key, SHARED),
+            (true, true) => c.fill_absent_p8(key, l2_state),
+            (true, false) => c.fill_p8(key, l2_state),
+            (false, true) => c.fill_absent(key, l2_state),
+            (false, false) => c.fill(key, l2_state),
         };
         if let Some(ev) = ev {
             let c1 = &mut self.caches[f.l1].cache;
             if G::P8 {
-                c1.remove_p8(ev);
+                c1.remove_p8(ev.line());
             } else {
-                c1.remove(ev);
+                c1.remove(ev.line());
             }
-            self.evicted_bit::<D, G>(f.b2, ev, t);
+            match ev.state() {
+                SHARED => self.evicted_bit::<D, G>(f.b2, ev.line(), t),
+                MODIFIED => self.private_victim2(f, ev.line(), t),
+                // Clean, or dirty in the third level as well: nothing to do.
+                _ => {}
+            }
         }
         if upto == 2 {
             return;
@@ -1766,12 +2015,43 @@ impl Simulator {
         let base = self.set_in(f.l3, key);
         let c = &mut self.caches[f.l3].cache;
         let ev = match (G::W20, 2 < missed) {
-            (true, true) => c.fill_absent_w20(base, key, SHARED),
-            (false, true) => c.fill_absent_in(base, key, SHARED),
-            (_, false) => c.fill(key, SHARED),
+            (true, true) => c.fill_absent_w20(base, key, l3_state),
+            (false, true) => c.fill_absent_in(base, key, l3_state),
+            (_, false) => c.fill(key, l3_state),
         };
         if let Some(ev) = ev {
-            self.evicted_bit::<D, G>(f.b3, ev, t);
+            match ev.state() {
+                SHARED => self.evicted_bit::<D, G>(f.b3, ev.line(), t),
+                MODIFIED => self.private_victim3(f, ev.line(), t),
+                _ => {}
+            }
+        }
+    }
+
+    /// A private line left the second level of `f` `MODIFIED` (`private_lines`): the third
+    /// level's copy, if any, is clean; it takes the dirty bit (as the directory keeps the entry
+    /// dirty while a cache of its owner holds it), else the line is written back.
+    #[inline]
+    fn private_victim2(&mut self, f: Path3, line: u64, t: f64) {
+        if !self.caches[f.l3].cache.restate(line, MODIFIED) {
+            self.writeback(line, self.caches[f.l2].node, t);
+        }
+    }
+
+    /// A private line left the third level `f.l3` `MODIFIED` (`private_lines`): if its domain's
+    /// second level holds it (`MODIFIED_OUTER`), that copy keeps the dirty bit, else the line is
+    /// written back. The domain is the page's (`Page::sole`); it may be another than `f`'s, on
+    /// a shared third level.
+    fn private_victim3(&mut self, f: Path3, line: u64, t: f64) {
+        let held = self
+            .procs
+            .get((line >> ASID_SHIFT) as usize)
+            .and_then(|pr| pr.pages.sole(((line & LINE_MASK) << 6) >> pr.page_shift))
+            .and_then(|sole| self.domain_pu.get(usize::from(sole).checked_sub(1)?))
+            .and_then(|&rep| self.pus[rep].p3)
+            .is_some_and(|g| self.caches[g.l2].cache.restate(line, MODIFIED));
+        if !held {
+            self.writeback(line, self.caches[f.l3].node, t);
         }
     }
 
@@ -1843,6 +2123,8 @@ impl Simulator {
                         node: home as u16,
                         blocked_until: 0.0,
                         armed: false,
+                        // The first toucher's domain holds its lines (`private_page`).
+                        sole: if cx.private { cx.domain + 1 } else { 0 },
                     },
                 );
                 pr.page_list.push(vp);
@@ -2067,9 +2349,53 @@ impl Simulator {
         out
     }
 
-    /// Lines in the directory (for tests of its bookkeeping).
+    /// Lines in the directory (for tests of its bookkeeping). Lines of private pages have none
+    /// (`private_lines`).
     pub fn directory_len(&self) -> usize {
         self.dir.len()
+    }
+
+    /// Whether lines of pages only one private domain has touched stay out of the directory,
+    /// their coherence state in the cache tags (issue 4; the same figures either way).
+    pub fn private_lines(&self) -> bool {
+        self.private_lines
+    }
+
+    /// This simulator with every line in the directory (`private_lines` off): the same figures,
+    /// more host time. For checking that claim; call it before `spawn`.
+    #[doc(hidden)]
+    pub fn without_private_lines(mut self) -> Self {
+        debug_assert_eq!(self.stats.accesses, 0, "private lines turned off mid-run");
+        self.private_lines = false;
+        self
+    }
+
+    /// The private domain whose tags hold `line`'s coherence state, if its page is private
+    /// (`private_lines`; tests).
+    #[cfg(test)]
+    fn private_domain(&self, line: u64) -> Option<usize> {
+        let pr = self.procs.get((line >> ASID_SHIFT) as usize)?;
+        let vp = ((line & LINE_MASK) << 6) >> pr.page_shift;
+        let s = pr.pages.sole(vp)?;
+        let private = self.private_lines && pr.page_shift == 12 && s != 0 && s != SOLE_SHARED;
+        private.then(|| usize::from(s - 1))
+    }
+
+    /// The coherence entry of `line` wherever it is kept: the directory's, or for a private line
+    /// the one its tags give (`private_entry`), which must then have none in the directory.
+    #[cfg(test)]
+    fn coherence_entry(&self, line: u64) -> Option<DirEntry> {
+        match self.private_domain(line) {
+            Some(d) => {
+                let e = self.dir.get_any(line);
+                assert!(
+                    e.is_none(),
+                    "{line:#x} is private and in the directory: {e:?}"
+                );
+                self.private_entry(self.domain_pu[d], line)
+            }
+            None => self.dir.get_any(line),
+        }
     }
 
     /// The processes' pids in spawn order.
@@ -2092,7 +2418,7 @@ mod tests {
     /// region, with barriers; every seventh access is sampled with its latency. Returns the
     /// report and samples (Debug), and how many PUs have the common shape.
     fn run(m: &Machine, general: bool) -> (String, String, usize) {
-        run_with(m, general, None).unwrap()
+        run_with(m, general, None, true).unwrap()
     }
 
     /// `run` with the directory in form `form` (`None`: the one `new` picks); `None` if that form
@@ -2101,8 +2427,9 @@ mod tests {
         m: &Machine,
         general: bool,
         form: Option<FormKind>,
+        private: bool,
     ) -> Option<(String, String, usize)> {
-        let (mut sim, r, shaped) = mixed(m, general, form, None)?;
+        let (mut sim, r, shaped) = mixed(m, general, form, None, private)?;
         let mut s = Vec::new();
         sim.take_samples(&mut s);
         Some((format!("{r:?}"), format!("{s:?}"), shaped))
@@ -2115,6 +2442,7 @@ mod tests {
         general: bool,
         form: Option<FormKind>,
         os: Option<OsScheduler>,
+        private: bool,
     ) -> Option<(Simulator, Report, usize)> {
         let cfg = SimConfig {
             hw_sampling: Some(HwSampling {
@@ -2127,6 +2455,9 @@ mod tests {
             ..SimConfig::default()
         };
         let mut sim = Simulator::new(m, cfg);
+        if !private || general {
+            sim = sim.without_private_lines();
+        }
         if let Some(kind) = form {
             sim.dir = Directory::with_kind(sim.tracked.len(), sim.pus.len() as u32, kind)?;
         }
@@ -2196,7 +2527,7 @@ mod tests {
         for name in numaff_machine::catalog::names() {
             let m = numaff_machine::catalog::load(name).unwrap();
             for (general, os) in [(false, None), (true, None), (false, Some(moving.clone()))] {
-                let (sim, r, _) = mixed(&m, general, None, os.clone()).unwrap();
+                let (sim, r, _) = mixed(&m, general, None, os.clone(), true).unwrap();
                 if os.is_some() {
                     assert!(r.migrations >= 4, "{name}: {} thread moves", r.migrations);
                 }
@@ -2207,13 +2538,45 @@ mod tests {
                 for (b, &k) in sim.tracked.iter().enumerate() {
                     for line in sim.caches[k].cache.lines() {
                         lines.insert(line);
-                        let e = sim.dir.get_any(line);
+                        let e = sim.coherence_entry(line);
                         let held = e.is_some_and(|e| e.holders[b / 64] >> (b % 64) & 1 == 1);
                         assert!(held, "{name}: cache {k} holds {line:#x}, its bit is clear");
+                        // Where a line's coherence state is kept shows in its states (with
+                        // private lines, no tracked cache is a first level, whose state is its own).
+                        if sim.private_lines {
+                            let st = sim.caches[k].cache.state_of(line).unwrap();
+                            let private = sim.private_domain(line).is_some();
+                            assert_eq!(st != SHARED, private, "{name}: {line:#x} in {k}: {st}");
+                        }
                     }
                 }
+                let mut private = 0;
                 for &line in &lines {
-                    let e = sim.dir.get_any(line).unwrap();
+                    if let Some(d) = sim.private_domain(line) {
+                        private += 1;
+                        // The states hold the dirty bit (`private_lines`): with the second
+                        // level holding the line, the third's copy is dirty exactly when the
+                        // second's is `MODIFIED_OUTER`; a written first-level copy is a written
+                        // second-level one.
+                        let f = sim.pus[sim.domain_pu[d]].p3.unwrap();
+                        let c = |k: usize| sim.caches[k].cache.state_of(line);
+                        let (s1, s2, s3) = (c(f.l1), c(f.l2), c(f.l3));
+                        if let Some(s2) = s2 {
+                            let outer = s2 == MODIFIED_OUTER;
+                            assert_eq!(
+                                outer,
+                                s3 == Some(MODIFIED),
+                                "{name}: {line:#x} {s2} {s3:?}"
+                            );
+                        }
+                        if s1 == Some(MODIFIED) {
+                            assert!(
+                                matches!(s2, Some(MODIFIED | MODIFIED_OUTER)),
+                                "{name}: {line:#x}"
+                            );
+                        }
+                    }
+                    let e = sim.coherence_entry(line).unwrap();
                     // An owner holds the line in a cache of its path; a dirty line has one.
                     if let Some(o) = (e.owner as usize).checked_sub(1) {
                         let bits = sim.pus[o].path_bits;
@@ -2232,13 +2595,65 @@ mod tests {
                 // Every entry is one of those lines: none outlives the last cached copy.
                 assert_eq!(
                     sim.dir.len(),
-                    lines.len(),
+                    lines.len() - private,
                     "{name}: entries of uncached lines"
                 );
+                if name == "laso-hpl" && !general && os.is_none() {
+                    // The private lines were exercised: each thread's own region (threads the
+                    // os scheduler moves share theirs with the domains they move to).
+                    assert!(private > 1000, "{name}: {private} private lines");
+                }
                 checked += 1;
             }
         }
         assert!(checked >= 4, "{checked} runs checked");
+    }
+
+    /// Private lines (issue 4, 2026-11-27: `Simulator::private_lines`) keep the coherence state
+    /// of lines only one domain has touched in the cache tags instead of the directory; the
+    /// figures must be the directory's, bit for bit: on every catalog machine, with threads
+    /// that stay (each keeps its region private) and with threads the os scheduler moves (their
+    /// regions turn shared while their lines are in the caches they left, dirty ones among them).
+    #[test]
+    fn issue4_private_lines_give_the_directorys_figures() {
+        let moving = OsScheduler {
+            interval_ns: 20_000,
+            move_probability: 0.5,
+        };
+        let mut with_private = 0;
+        for name in numaff_machine::catalog::names() {
+            let m = numaff_machine::catalog::load(name).unwrap();
+            for os in [None, Some(moving.clone())] {
+                let (mut a, ra, _) = mixed(&m, false, None, os.clone(), true).unwrap();
+                let (mut b, rb, _) = mixed(&m, false, None, os.clone(), false).unwrap();
+                assert!(!b.private_lines());
+                assert_eq!(
+                    format!("{ra:?}"),
+                    format!("{rb:?}"),
+                    "{name} {os:?}: report"
+                );
+                let (mut sa, mut sb) = (Vec::new(), Vec::new());
+                a.take_samples(&mut sa);
+                b.take_samples(&mut sb);
+                assert_eq!(
+                    format!("{sa:?}"),
+                    format!("{sb:?}"),
+                    "{name} {os:?}: samples"
+                );
+                if a.private_lines() {
+                    with_private += 1;
+                    // The directory held fewer lines: the private ones were in the tags (all
+                    // may have turned shared where threads moved).
+                    let (da, db) = (a.directory_len(), b.directory_len());
+                    assert!(
+                        da < db || (os.is_some() && da == db),
+                        "{name} {os:?}: {da} {db}"
+                    );
+                }
+            }
+        }
+        // laso-hpl, laso-lpl, kmaf-xeon, agung-xeon2, agung-xeon56, agung-sim-4x16.
+        assert!(with_private >= 12, "{with_private} runs with private lines");
     }
 
     #[test]
@@ -2397,7 +2812,7 @@ mod tests {
                     .into_iter()
                     .enumerate()
                 {
-                    let Some((rk, sk, _)) = run_with(&m, general, Some(kind)) else {
+                    let Some((rk, sk, _)) = run_with(&m, general, Some(kind), true) else {
                         continue;
                     };
                     runs[i] += 1;

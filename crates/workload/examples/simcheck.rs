@@ -1,6 +1,8 @@
 //! Prints the simulator's full reports (Debug, so floats round-trip exactly) for a set of catalog
 //! workloads, machines and options: `cargo run --release -p numaff-workload --example simcheck`.
 //! Diff the output of two builds to check that a speed change left the model unchanged (issue 4).
+//! `simcheck SCALE directory` keeps every line in the directory (`Simulator::private_lines` off):
+//! its output must equal the default's.
 
 use numaff_machine::catalog as machines;
 use numaff_sim::{HwSampling, InducedFaults, Simulator};
@@ -11,6 +13,15 @@ fn main() -> Result<(), String> {
     let scale: f64 = match args.get(1) {
         Some(s) => s.parse().map_err(|e| format!("scale {s:?}: {e}"))?,
         None => 0.05,
+    };
+    let directory_only = match args.get(2).map(String::as_str) {
+        None => false,
+        Some("directory") => true,
+        Some(other) => {
+            return Err(format!(
+                "unknown mode {other:?}: give 'directory' or nothing"
+            ))
+        }
     };
     let runs: [(&str, &str, ThreadPolicy, DataChoice, u8); 10] = [
         (
@@ -113,6 +124,9 @@ fn main() -> Result<(), String> {
             _ => {}
         }
         let mut sim = Simulator::new(&m, cfg);
+        if directory_only {
+            sim = sim.without_private_lines();
+        }
         for p in procs {
             sim.spawn(p)?;
         }
