@@ -11,6 +11,9 @@ pub const MODIFIED: u8 = 2;
 /// third level holds the line `MODIFIED` as well, so that the second level can drop it without
 /// looking there.
 pub const MODIFIED_OUTER: u8 = 3;
+// The simulator's private lines compute these states by adding to `EXCLUSIVE`, and `written`
+// turns `EXCLUSIVE` into `MODIFIED` by adding one.
+const _: () = assert!(EXCLUSIVE + 1 == MODIFIED && EXCLUSIVE + 2 == MODIFIED_OUTER);
 
 /// A line a fill evicted: its entry as the set held it (tag and state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1923,17 +1923,18 @@ impl Simulator {
                 self.fill3::<D, G>(f, key, 1, missed, [MODIFIED; 3], t);
             }
             _ => {
-                let dirty = write || l3_dirty;
-                if write && hit.is_some() {
+                // The states without a branch on them (whether a line is dirty is as random as
+                // the writes): clean `EXCLUSIVE` (1) everywhere, or `MODIFIED` (2) in the first
+                // and third levels and `MODIFIED_OUTER` (3) in the second.
+                let dirty = u8::from(write || l3_dirty);
+                if hit.is_some() {
                     // Hit in the third level, just made most recently used there.
                     let base = self.set_in(f.l3, key);
-                    self.caches[f.l3].cache.set_mru_state(base, MODIFIED);
+                    self.caches[f.l3]
+                        .cache
+                        .set_mru_state(base, EXCLUSIVE + dirty);
                 }
-                let states = if dirty {
-                    [MODIFIED, MODIFIED_OUTER, MODIFIED]
-                } else {
-                    [EXCLUSIVE; 3]
-                };
+                let states = [EXCLUSIVE + dirty, EXCLUSIVE + 2 * dirty, EXCLUSIVE + dirty];
                 let upto = if hit.is_some() { 2 } else { 3 };
                 self.fill3::<D, G>(f, key, upto, missed, states, t);
             }
