@@ -1296,6 +1296,7 @@ impl Simulator {
 
     /// One access of thread `ti` on PU `cx.p`, whose clock is `clock` (`self.pus[p].clock` is not
     /// read: `run_pu_in` keeps the clock while accesses run); returns the PU's clock after it.
+    #[inline(always)]
     fn step<D: Form, G: Geom>(&mut self, ti: usize, cx: &Cx, a: Access, clock: f64) -> f64 {
         let p = cx.p;
         let mlp = self.cfg.mlp.max(1);
@@ -1457,7 +1458,7 @@ impl Simulator {
             self.caches[k].cache.set_state(key, MODIFIED);
             return (lat, 0.0);
         }
-        self.coherent::<D, G>(ti, cx, key, t, a.write, Some(0), false)
+        self.coherent::<D, G>(ti, cx, key, t, a.write, Some(0), true)
     }
 
     /// The rest of `access` after the first level missed (or when the path has no level): the
@@ -1567,7 +1568,9 @@ impl Simulator {
                 }
                 return (cx.lat3[1], 0.0);
             }
-            return self.coherent::<D, G>(ti, cx, key, t, true, Some(1), false);
+            // A `SHARED` line is in the directory; another is private to this domain.
+            let maybe_private = hit2 != Some(SHARED);
+            return self.coherent::<D, G>(ti, cx, key, t, true, Some(1), maybe_private);
         }
         if !ahead {
             let c2 = &mut self.caches[f.l2].cache;
@@ -1603,7 +1606,13 @@ impl Simulator {
         if hit.is_some() {
             self.stats.hits[2] += 1;
         }
-        self.coherent::<D, G>(ti, cx, key, t, a.write, hit, hit3 == Some(MODIFIED))
+        // A private line's coherence here, inlined. A line the third level holds `SHARED` is in
+        // the directory, so its page is shared: no need to look the page up.
+        if cx.private && hit3 != Some(SHARED) && self.private_page::<D>(cx, key) {
+            let l3_dirty = hit3 == Some(MODIFIED);
+            return self.coherent_private::<D, G>(ti, cx, f, key, t, a.write, hit, l3_dirty);
+        }
+        self.coherent::<D, G>(ti, cx, key, t, a.write, hit, false)
     }
 
     /// Starts the host's fetch of what the eviction of `v` from the second level of `f` will
@@ -1648,8 +1657,10 @@ impl Simulator {
     }
 
     /// The coherence actions of an access that reached the directory: a hit at path level `hit`
-    /// (None: every level missed) whose last-level copy was `MODIFIED` if `l3_dirty` (a private
-    /// line's dirty bit, `private_lines`; false elsewhere).
+    /// (None: every level missed). A line that may be private (`private_lines`; false when its
+    /// state in a tracked level said `SHARED`, or the caller looked already) whose page is goes
+    /// to `coherent_private`; a write hitting the first or second level is all that comes here
+    /// so (`access_beyond_l1_3` dispatches the others itself).
     #[allow(clippy::too_many_arguments)]
     fn coherent<D: Form, G: Geom>(
         &mut self,
@@ -1659,12 +1670,12 @@ impl Simulator {
         t: f64,
         write: bool,
         hit: Option<usize>,
-        l3_dirty: bool,
+        maybe_private: bool,
     ) -> (f64, f64) {
-        if cx.private {
+        if maybe_private && cx.private {
             if let Some(f) = cx.p3 {
                 if self.private_page::<D>(cx, key) {
-                    return self.coherent_private::<D, G>(ti, cx, f, key, t, write, hit, l3_dirty);
+                    return self.coherent_private::<D, G>(ti, cx, f, key, t, write, hit, false);
                 }
             }
         }
