@@ -113,18 +113,38 @@ impl PageTable {
     /// `get(vp)`'s `sole`, without the rest.
     #[inline(always)]
     pub(crate) fn sole(&self, vp: u64) -> Option<u16> {
-        let e = self.entries[self.index(vp)?];
+        self.sole_at(self.index(vp)?)
+    }
+
+    /// The slot of page `vp`'s entry if its chunk exists (the page may be absent): what
+    /// `sole_at` and `set_sole_at` take. A slot stays the page's for the table's life.
+    #[inline(always)]
+    pub(crate) fn slot(&self, vp: u64) -> Option<usize> {
+        self.index(vp)
+    }
+
+    /// The `sole` of the page at `slot` (from `slot` or `prefetch`), None if absent.
+    #[inline(always)]
+    pub(crate) fn sole_at(&self, slot: usize) -> Option<u16> {
+        let e = *self.entries.get(slot)?;
         (e & PRESENT != 0).then_some(((e & SOLE) >> SOLE_SHIFT) as u16)
     }
 
     /// Sets the `sole` of the present page `vp` (nothing if absent).
     #[inline]
     pub(crate) fn set_sole(&mut self, vp: u64, sole: u16) {
-        debug_assert!(sole <= SOLE_SHARED, "sole {sole} does not fit");
         if let Some(i) = self.index(vp) {
-            let e = self.entries[i];
-            if e & PRESENT != 0 {
-                self.entries[i] = (e & !SOLE) | (u32::from(sole) << SOLE_SHIFT) & SOLE;
+            self.set_sole_at(i, sole);
+        }
+    }
+
+    /// `set_sole` of the page at `slot`.
+    #[inline]
+    pub(crate) fn set_sole_at(&mut self, slot: usize, sole: u16) {
+        debug_assert!(sole <= SOLE_SHARED, "sole {sole} does not fit");
+        if let Some(e) = self.entries.get_mut(slot) {
+            if *e & PRESENT != 0 {
+                *e = (*e & !SOLE) | (u32::from(sole) << SOLE_SHIFT) & SOLE;
             }
         }
     }
@@ -156,12 +176,12 @@ impl PageTable {
     }
 
     /// Starts the host's fetch of the entry of `vp` (see `hostmem::prefetch`); a lookup of its
-    /// chunk, whose small table stays in the host's caches.
+    /// chunk, whose small table stays in the host's caches. Returns the entry's slot (`slot`).
     #[inline]
-    pub(crate) fn prefetch(&self, vp: u64) {
-        if let Some(i) = self.index(vp) {
-            crate::hostmem::prefetch(self.entries.as_ptr().wrapping_add(i));
-        }
+    pub(crate) fn prefetch(&self, vp: u64) -> Option<usize> {
+        let i = self.index(vp)?;
+        crate::hostmem::prefetch(self.entries.as_ptr().wrapping_add(i));
+        Some(i)
     }
 }
 
@@ -211,7 +231,9 @@ mod tests {
                 }
                 assert_eq!(t.get(vp), r.get(&vp).copied(), "page {vp} after set_sole");
             }
-            t.prefetch(vp);
+            // The slot `prefetch` gives is the page's.
+            let at = t.prefetch(vp).and_then(|i| t.sole_at(i));
+            assert_eq!(at, r.get(&vp).map(|p| p.sole), "slot of {vp}");
         }
         for (&vp, &pg) in &r {
             assert_eq!(t.get(vp), Some(pg), "final page {vp}");

@@ -66,6 +66,8 @@ const LOOKAHEAD: usize = 8;
 /// Distance (in ops) at which the directory slots of the lines those accesses will evict are
 /// fetched; their sets were fetched `LOOKAHEAD - VICTIM_AHEAD` ops earlier.
 const VICTIM_AHEAD: usize = 3;
+/// No page slot looked up ahead (`Simulator::cur_page`, `Hot::ahead_page`).
+const NO_PAGE: usize = usize::MAX;
 /// No set computed ahead (`Simulator::cur_llc`, `Thread::ahead_llc`).
 const NO_SET: (usize, usize) = (usize::MAX, 0);
 
@@ -296,6 +298,8 @@ struct Hot {
     /// Per op of `ahead` that is an access: its last-level cache (index into `caches`, `NO_SET`
     /// for none) and the first entry of its set there, computed once when it was pulled.
     ahead_llc: [(usize, usize); LOOKAHEAD],
+    /// Per op of `ahead` that is an access: its page's slot (`NO_PAGE` if none yet).
+    ahead_page: [usize; LOOKAHEAD],
     ahead_head: u8,
     ahead_len: u8,
     /// Calls of `next_op` left that pull ahead with host fetches, set at each first-level miss
@@ -372,6 +376,9 @@ pub struct Simulator {
     /// set there (`NO_SET` if not computed), so that its lookup, its victim's `lru` and its fill
     /// there do not compute the set again (`set_in`).
     cur_llc: (usize, usize),
+    /// The slot of the page of the access `next_op` has just handed out (`PageTable::slot`),
+    /// `NO_PAGE` if not looked up, so that `private_page` needs no lookup of its own.
+    cur_page: usize,
     /// The `Hot` of the thread `run_pu_in` is running; an idle one (no ops) between its runs.
     run: Box<Hot>,
     /// Private lines (issue 4, 2026-11-27): a line of a page whose lines only one private
@@ -418,6 +425,7 @@ impl Hot {
             sample_countdown: countdown,
             ahead: [Op::Compute(0); LOOKAHEAD],
             ahead_llc: [NO_SET; LOOKAHEAD],
+            ahead_page: [NO_PAGE; LOOKAHEAD],
             ahead_head: 0,
             ahead_len: 0,
             l1_misses: 0,
@@ -602,6 +610,7 @@ impl Simulator {
             next_induced,
             next_balance,
             cur_llc: NO_SET,
+            cur_page: NO_PAGE,
             woke: false,
             private_lines,
             domain_pu,
@@ -1129,6 +1138,7 @@ impl Simulator {
             // straight from the generator.
             if th.ahead_len == 0 {
                 self.cur_llc = NO_SET;
+                self.cur_page = NO_PAGE;
                 return if th.ops_done { None } else { th.ops.next() };
             }
         }
@@ -1160,7 +1170,10 @@ impl Simulator {
                 th.ahead_llc[slot] = llc_set;
                 dp.fetch(key);
                 let pr = &self.procs[pi];
-                pr.pages.prefetch(a.vaddr >> pr.page_shift);
+                th.ahead_page[slot] = pr
+                    .pages
+                    .prefetch(a.vaddr >> pr.page_shift)
+                    .unwrap_or(NO_PAGE);
             }
         }
         if fetch && usize::from(th.ahead_len) > VICTIM_AHEAD {
@@ -1206,6 +1219,7 @@ impl Simulator {
         }
         let op = th.ahead[usize::from(th.ahead_head)];
         self.cur_llc = th.ahead_llc[usize::from(th.ahead_head)];
+        self.cur_page = th.ahead_page[usize::from(th.ahead_head)];
         th.ahead_head = ((usize::from(th.ahead_head) + 1) % LOOKAHEAD) as u8;
         th.ahead_len -= 1;
         Some(op)
@@ -1488,7 +1502,10 @@ impl Simulator {
                 }
                 self.dir.prefetch::<D>(key);
                 let pr = &self.procs[cx.pi];
-                pr.pages.prefetch(a.vaddr >> pr.page_shift);
+                self.cur_page = pr
+                    .pages
+                    .prefetch(a.vaddr >> pr.page_shift)
+                    .unwrap_or(NO_PAGE);
             }
             self.stats.probes[pos.min(7)] += 1;
             let base = self.set_in(k, key);
@@ -1546,7 +1563,10 @@ impl Simulator {
             self.cur_llc = (f.l3, base);
             self.dir.prefetch::<D>(key);
             let pr = &self.procs[cx.pi];
-            pr.pages.prefetch(a.vaddr >> pr.page_shift);
+            self.cur_page = pr
+                .pages
+                .prefetch(a.vaddr >> pr.page_shift)
+                .unwrap_or(NO_PAGE);
         }
         self.stats.probes[1] += 1;
         let c2 = &mut self.caches[f.l2].cache;
@@ -1825,13 +1845,24 @@ impl Simulator {
         let mine = cx.domain + 1;
         let pr = &mut self.procs[cx.pi];
         let vp = ((key & LINE_MASK) << 6) >> pr.page_shift;
-        match pr.pages.sole(vp) {
+        // The slot `next_op` looked up for this access, if it did (a slot is its page's for
+        // good; `NO_PAGE` also when the page's chunk did not exist then).
+        let slot = match self.cur_page {
+            NO_PAGE => pr.pages.slot(vp),
+            s => Some(s),
+        };
+        debug_assert!(
+            self.cur_page == NO_PAGE || pr.pages.slot(vp) == slot,
+            "stale page slot"
+        );
+        let Some(slot) = slot else { return true };
+        match pr.pages.sole_at(slot) {
             // Not present: a first touch, which `memory` gives to this domain. No cache holds a
             // line of a page never touched.
             None => true,
             Some(s) if s == mine => true,
             Some(0) => {
-                pr.pages.set_sole(vp, mine);
+                pr.pages.set_sole_at(slot, mine);
                 true
             }
             Some(SOLE_SHARED) => false,
