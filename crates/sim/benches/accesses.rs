@@ -6,7 +6,7 @@ use numaff_sim::{DataPolicy, ProcessSpec, SimConfig, Simulator, ThreadSpec};
 
 #[path = "common/stream.rs"]
 mod stream;
-use stream::{random_stream, N};
+use stream::{random_stream_of, N};
 
 fn bench(c: &mut Criterion) {
     let m = numaff_machine::catalog::load("laso-hpl").expect("catalog machine");
@@ -24,7 +24,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let sim = Simulator::new(&m, SimConfig::default());
                 let spec = ProcessSpec::new("bench", DataPolicy::Interleave)
-                    .thread(ThreadSpec::new("t", 0, random_stream(span)));
+                    .thread(ThreadSpec::new("t", 0, random_stream_of(span, N)));
                 sim.spawn_and_run(spec).makespan_ns
             })
         });
