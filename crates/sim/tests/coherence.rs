@@ -162,3 +162,66 @@ fn issue4_a_dirty_line_in_a_shared_cache_is_a_hit_there() {
     assert_eq!(latencies_of(&s, 1), vec![40.0 * 1e3 / 2100.0]);
     assert_eq!((rep.c2c_transfers, rep.writebacks), (0, 0));
 }
+
+/// Regression (issue 4, 2026-11-27, private lines): a line dirty in one core's private pages and
+/// pushed out of the shared L3 by another core hands its dirty bit to the first core's L2 if that
+/// still holds it (no writeback yet), and is written back if not; the L2 copy is written back when
+/// it leaves in turn. On laso-hpl, core 0 writes 10 lines of its own pages that share one L3 set
+/// (and one L2 set: its L2 keeps the last 8); core 1 reads 25 lines of that L3 set in its own pages
+/// (20 ways: core 0's 10 leave the L3); core 0 then reads 10 lines of its L2 set elsewhere. Each of
+/// the 10 lines is written back once. Then core 0 reads a line and writes it (an L1 hit: dirty in
+/// its L2 only) and pushes it out of its L2 while the L3 holds it: the L3 copy takes the dirty bit,
+/// no writeback. The figures equal those with every line in the directory.
+#[test]
+fn issue4_a_private_dirty_line_leaving_the_shared_l3_keeps_its_dirty_bit_in_the_l2() {
+    let m = catalog::load("laso-hpl").unwrap();
+    // 25 MiB / 64 B / 20 ways = 20,480 sets: lines 20,480 apart share an L3 set (and an L2 set).
+    let stride = 20_480 * 64;
+    let a0 = 0x1000_0000u64;
+    let mine: Vec<Op> = (0..10)
+        .map(|k| Op::Access(Access::write(a0 + k * stride)))
+        .collect();
+    let theirs: Vec<Op> = (0..25)
+        .map(|k| Op::Access(Access::read(a0 + (100 + k) * stride)))
+        .collect();
+    // Core 0's L2 set, another L3 set (32 KiB apart: L2 set 0 of 512; j = 8 is the L3 set above).
+    let later: Vec<Op> = [1u64, 2, 3, 4, 5, 6, 7, 9, 10, 11]
+        .iter()
+        .map(|j| Op::Access(Access::read(0x2000_0000 + j * (32 << 10))))
+        .collect();
+    let d = 0x3000_0000u64;
+    let dirty_in_l2 = [Op::Access(Access::read(d)), Op::Access(Access::write(d))]
+        .into_iter()
+        .chain((1..=8).map(|j| Op::Access(Access::read(d + j * (32 << 10)))));
+    let a: Vec<Op> = mine
+        .into_iter()
+        .chain([Op::Barrier, Op::Barrier])
+        .chain(later)
+        .chain(dirty_in_l2)
+        .collect();
+    let b: Vec<Op> = [Op::Barrier]
+        .into_iter()
+        .chain(theirs)
+        .chain([Op::Barrier])
+        .collect();
+    let run = |private: bool| {
+        let mut sim = Simulator::new(&m, SimConfig::default());
+        if !private {
+            sim = sim.without_private_lines();
+        }
+        assert_eq!(sim.private_lines(), private);
+        let spec = ProcessSpec::new("l3", DataPolicy::FirstTouch)
+            .thread(ThreadSpec::new("a", 0, a.clone().into_iter()))
+            .thread(ThreadSpec::new("b", 1, b.clone().into_iter()));
+        sim.spawn(spec).unwrap();
+        let r = sim.run();
+        (r, sim.directory_len())
+    };
+    let (with, dir_with) = run(true);
+    let (without, dir_without) = run(false);
+    assert_eq!(format!("{with:?}"), format!("{without:?}"));
+    assert_eq!(with.writebacks, 10, "{with:?}");
+    // Nothing was shared: with private lines the directory stayed empty.
+    assert_eq!(dir_with, 0);
+    assert!(dir_without > 0);
+}
