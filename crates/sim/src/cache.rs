@@ -224,20 +224,26 @@ fn touch20(set: &mut [u64; W20], tag: u64) -> Option<u8> {
 /// branch on whether the line is there.
 #[inline(always)]
 fn restate20(set: &mut [u64; W20], tag: u64, state: u8) -> bool {
-    let run = |set: &[u64; W20], from: usize| {
-        set.get(from..from + 8)
-            .and_then(|r| r.first_chunk::<8>())
-            .map_or(0, |r| match8(r, tag))
-    };
-    let m = run(set, 0) | run(set, 8) << 8 | run(set, 12) << 12;
-    if m == 0 {
+    let Some(k) = way20(set, tag) else {
         return false;
-    }
-    let k = m.trailing_zeros() as usize;
+    };
     if let Some(e) = set.get_mut(k) {
         *e = tag << 2 | u64::from(state);
     }
     true
+}
+
+/// The way of a 20-way set holding `tag`: `match8` over ways 0-7, 8-15 and 12-19, no branch
+/// per way.
+#[inline(always)]
+fn way20(set: &[u64; W20], tag: u64) -> Option<usize> {
+    let run = |from: usize| {
+        set.get(from..from + 8)
+            .and_then(|r| r.first_chunk::<8>())
+            .map_or(0, |r| match8(r, tag))
+    };
+    let m = run(0) | run(8) << 8 | run(12) << 12;
+    (m != 0).then(|| m.trailing_zeros() as usize)
 }
 
 /// `fill_absent` within one 20-way set: a shift of fixed length, which the compiler writes as a
@@ -419,15 +425,41 @@ impl SetAssoc {
         false
     }
 
-    /// The state of a present line (no LRU change); None if absent.
+    /// The state of a present line (no LRU change); None if absent. Without a branch per way
+    /// on 8- and 20-way sets (a page turning shared in the simulator looks up each of its lines
+    /// in two levels, `Simulator::share_page`).
     #[inline]
     pub fn state_of(&self, line: u64) -> Option<u8> {
         let base = self.set_of(line);
+        let k = self.way_of(base, line)?;
+        self.entries.get(k).map(|&e| (e & 3) as u8)
+    }
+
+    /// `state_of`, and the line's state becomes `state` (no LRU change).
+    #[inline]
+    pub fn take_state(&mut self, line: u64, state: u8) -> Option<u8> {
+        let base = self.set_of(line);
+        let k = self.way_of(base, line)?;
+        let e = self.entries.get_mut(k)?;
+        let old = (*e & 3) as u8;
+        *e = (*e & !3) | u64::from(state);
+        Some(old)
+    }
+
+    /// The index in `entries` of `line` in the set at `base`, if there: without a branch per
+    /// way on 8- and 20-way sets.
+    #[inline]
+    fn way_of(&self, base: usize, line: u64) -> Option<usize> {
         let tag = line + 1;
-        self.entries[base..base + self.ways]
-            .iter()
-            .find(|&&e| e >> 2 == tag)
-            .map(|&e| (e & 3) as u8)
+        let set = self.entries.get(base..base + self.ways)?;
+        let k = match (set.first_chunk::<8>(), set.first_chunk::<W20>()) {
+            (Some(s8), _) if self.ways == 8 => Some(match8(s8, tag))
+                .filter(|&m| m != 0)
+                .map(|m| m.trailing_zeros() as usize),
+            (_, Some(s20)) if self.ways == W20 => way20(s20, tag),
+            _ => set.iter().position(|&e| e >> 2 == tag),
+        }?;
+        Some(base + k)
     }
 
     /// Sets the state of a present line (no LRU change); false if absent. As `set_state`, but
@@ -962,6 +994,7 @@ mod tests {
 
     /// The state updates of the simulator's private lines (issue 4, 2026-11-27) against plain
     /// scans: `restate` (the 20-way path with its three runs of 8, and other widths), `state_of`,
+    /// `take_state`,
     /// `write_private` (`EXCLUSIVE` to `MODIFIED`, other states kept), `written_mru` and
     /// `set_mru_state` (the way a lookup just hit), none of them changing the LRU order.
     #[test]
@@ -1008,6 +1041,12 @@ mod tests {
                         assert_eq!(c.written_mru(base), mru, "written_mru {step}");
                         if mru == EXCLUSIVE {
                             want[0] += 1;
+                        }
+                    }
+                    4 if (x >> 30) % 2 == 0 => {
+                        assert_eq!(c.take_state(line, st), old, "take_state {step}");
+                        if let Some(k) = at {
+                            want[k] = (line + 1) << 2 | u64::from(st);
                         }
                     }
                     // Only after a hit, which leaves a line there.

@@ -316,6 +316,9 @@ struct Process {
     policy: DataPolicy,
     page_shift: u32,
     pages: PageTable,
+    /// Pages made private (`Simulator::private_lines`) and private pages turned shared.
+    private_pages: u64,
+    turned_shared: u64,
     /// Present pages in first-touch order (for deterministic iteration).
     page_list: Vec<u64>,
     scan_cursor: u64,
@@ -328,6 +331,18 @@ struct Process {
     flags: FxMap<u64, f64>,
     /// Threads blocked in `Op::Wait`, per flag, in the order they blocked (never iterated).
     flag_waiters: FxMap<u64, Vec<usize>>,
+}
+
+impl Process {
+    /// Whether a page this process touches first becomes private (`Simulator::private_lines`):
+    /// not once more than a quarter of its private pages have turned shared (after its first
+    /// 256). A page turning shared looks up each of its lines in two caches and enters those
+    /// held into the directory, which costs more host time than the directory would have for
+    /// them: pipelines hand most of their pages on (parsec-dedup, -ferret). Which pages are
+    /// private changes no figure, only the host time.
+    fn takes_pages(&self) -> bool {
+        self.private_pages < 256 || self.turned_shared * 4 <= self.private_pages
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -681,6 +696,8 @@ impl Simulator {
             policy: spec.data_policy,
             page_shift,
             pages: PageTable::default(),
+            private_pages: 0,
+            turned_shared: 0,
             page_list: Vec::new(),
             scan_cursor: u64::MAX,
             armed: 0,
@@ -1738,7 +1755,9 @@ impl Simulator {
                 Some(pos) => lat = cx.lat(pos, &self.pus),
                 None => {
                     self.stats.llc_misses += 1;
-                    let (l, s) = self.memory(ti, cx, key, t);
+                    // A new page here is shared: `private_page` did not take it.
+                    let sole = if cx.private { SOLE_SHARED } else { 0 };
+                    let (l, s) = self.memory(ti, cx, key, t, sole);
                     lat = l;
                     stall = s;
                 }
@@ -1855,15 +1874,19 @@ impl Simulator {
             self.cur_page == NO_PAGE || pr.pages.slot(vp) == slot,
             "stale page slot"
         );
-        let Some(slot) = slot else { return true };
-        match pr.pages.sole_at(slot) {
-            // Not present: a first touch, which `memory` gives to this domain. No cache holds a
-            // line of a page never touched.
-            None => true,
+        let sole = slot.and_then(|i| pr.pages.sole_at(i));
+        match sole {
             Some(s) if s == mine => true,
-            Some(0) => {
-                pr.pages.set_sole_at(slot, mine);
-                true
+            // Not present (a first touch: `memory` gives the page to this domain, or makes it
+            // shared), or present but untouched: no cache holds a line of either.
+            None | Some(0) => {
+                let take = pr.takes_pages();
+                if let Some(i) = slot.filter(|_| sole.is_some()) {
+                    pr.pages
+                        .set_sole_at(i, if take { mine } else { SOLE_SHARED });
+                }
+                pr.private_pages += u64::from(take);
+                take
             }
             Some(SOLE_SHARED) => false,
             Some(other) => {
@@ -1879,6 +1902,7 @@ impl Simulator {
     fn share_page<D: Form>(&mut self, pi: usize, vp: u64, d: usize) {
         let pr = &mut self.procs[pi];
         pr.pages.set_sole(vp, SOLE_SHARED);
+        pr.turned_shared += 1;
         let shift = pr.page_shift;
         let Some(&rep) = self.domain_pu.get(d) else {
             return;
@@ -1886,10 +1910,21 @@ impl Simulator {
         let Some(f) = self.pus[rep].p3 else { return };
         let first = ((pi as u64) << ASID_SHIFT) | ((vp << (shift - 6)) & LINE_MASK);
         for line in first..first + (1 << (shift - 6)) {
-            if let Some(e) = self.private_entry(rep, line) {
+            // Each level's state, now `SHARED` (a `MODIFIED_OUTER` copy in the second level
+            // means the third holds the line `MODIFIED`).
+            let s2 = self.caches[f.l2].cache.take_state(line, SHARED);
+            let c3 = &mut self.caches[f.l3].cache;
+            let s3 = if s2 == Some(MODIFIED_OUTER) {
+                c3.restate(line, SHARED).then_some(MODIFIED)
+            } else {
+                c3.take_state(line, SHARED)
+            };
+            debug_assert!(
+                s2 != Some(MODIFIED_OUTER) || s3.is_some(),
+                "L3 lost {line:#x}"
+            );
+            if let Some(e) = Self::private_entry_of(f, rep, s2, s3) {
                 self.dir.insert::<D>(line, e);
-                self.caches[f.l2].cache.set_state(line, SHARED);
-                self.caches[f.l3].cache.set_state(line, SHARED);
             }
         }
     }
@@ -1898,10 +1933,17 @@ impl Simulator {
     /// would hold it: its holders are the domain's second and third levels that hold it, its
     /// owner the domain (any of its PUs: they share every cache, so the directory cannot tell
     /// them apart), dirty if either level has it `MODIFIED`. None if neither holds it.
+    #[cfg(test)]
     fn private_entry(&self, rep: usize, line: u64) -> Option<DirEntry> {
         let f = self.pus.get(rep)?.p3?;
         let s2 = self.caches[f.l2].cache.state_of(line);
         let s3 = self.caches[f.l3].cache.state_of(line);
+        Self::private_entry_of(f, rep, s2, s3)
+    }
+
+    /// `private_entry` from the line's states `s2` and `s3` in the second and third levels of
+    /// `f` (None: not held there).
+    fn private_entry_of(f: Path3, rep: usize, s2: Option<u8>, s3: Option<u8>) -> Option<DirEntry> {
         if s2.is_none() && s3.is_none() {
             return None;
         }
@@ -1943,7 +1985,7 @@ impl Simulator {
             Some(pos) => (cx.lat(pos, &self.pus), 0.0),
             None => {
                 self.stats.llc_misses += 1;
-                self.memory(ti, cx, key, t)
+                self.memory(ti, cx, key, t, cx.domain + 1)
             }
         };
         let missed = hit.unwrap_or(usize::MAX);
@@ -2135,7 +2177,7 @@ impl Simulator {
 
     /// A line from memory: page lookup (first touch, induced fault, migration in progress), then the
     /// fabric. Returns (latency, stall before the access).
-    fn memory(&mut self, ti: usize, cx: &Cx, key: u64, t: f64) -> (f64, f64) {
+    fn memory(&mut self, ti: usize, cx: &Cx, key: u64, t: f64, sole: u16) -> (f64, f64) {
         let (p, pi, node) = (cx.p, cx.pi, cx.node);
         let pr = &mut self.procs[pi];
         let vaddr = (key & LINE_MASK) << 6;
@@ -2166,8 +2208,8 @@ impl Simulator {
                         node: home as u16,
                         blocked_until: 0.0,
                         armed: false,
-                        // The first toucher's domain holds its lines (`private_page`).
-                        sole: if cx.private { cx.domain + 1 } else { 0 },
+                        // The first toucher's domain's, or shared (`private_page`).
+                        sole,
                     },
                 );
                 pr.page_list.push(vp);
