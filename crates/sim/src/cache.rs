@@ -1043,7 +1043,7 @@ mod tests {
                             want[0] += 1;
                         }
                     }
-                    4 if (x >> 30) % 2 == 0 => {
+                    4 if (x >> 30).is_multiple_of(2) => {
                         assert_eq!(c.take_state(line, st), old, "take_state {step}");
                         if let Some(k) = at {
                             want[k] = (line + 1) << 2 | u64::from(st);
