@@ -2727,6 +2727,13 @@ mod tests {
                 );
                 if a.private_lines() {
                     with_private += 1;
+                    // The run went past the point where pages stop being made private
+                    // (`Process::takes_pages`): figures equal on both sides of it.
+                    let pr = &a.procs[0];
+                    assert!(
+                        pr.private_pages >= 256 && !pr.takes_pages(),
+                        "{name} {os:?}"
+                    );
                     // The directory held fewer lines: the private ones were in the tags (all
                     // may have turned shared where threads moved).
                     let (da, db) = (a.directory_len(), b.directory_len());
