@@ -1694,10 +1694,10 @@ impl Simulator {
     }
 
     /// The coherence actions of an access that reached the directory: a hit at path level `hit`
-    /// (None: every level missed). A line that may be private (`private_lines`; false when its
-    /// state in a tracked level said `SHARED`, or the caller looked already) whose page is goes
-    /// to `coherent_private`; a write hitting the first or second level is all that comes here
-    /// so (`access_beyond_l1_3` dispatches the others itself).
+    /// (None: every level missed). A line that may be private (`maybe_private`: false when its
+    /// state in a tracked level said `SHARED`, or the caller looked already) goes to
+    /// `coherent_private` if its page is private to this domain; only writes hitting the first
+    /// or second level come here so (`access_beyond_l1_3` dispatches the others itself).
     #[allow(clippy::too_many_arguments)]
     fn coherent<D: Form, G: Geom>(
         &mut self,
@@ -1857,8 +1857,9 @@ impl Simulator {
     }
 
     /// Whether the page of `key` is private to `cx`'s domain (`private_lines`), taking it if no
-    /// domain has touched it yet. A page private to another domain is shared from now on
-    /// (`share_page`) and is not.
+    /// domain has touched it yet and the process still takes pages (`Process::takes_pages`;
+    /// else it is shared from the start). A page private to another domain is shared from now
+    /// on (`share_page`) and is not.
     #[inline(always)]
     fn private_page<D: Form>(&mut self, cx: &Cx, key: u64) -> bool {
         let mine = cx.domain + 1;
@@ -1932,7 +1933,7 @@ impl Simulator {
     /// The directory entry of a line of a page private to PU `rep`'s domain, as the directory
     /// would hold it: its holders are the domain's second and third levels that hold it, its
     /// owner the domain (any of its PUs: they share every cache, so the directory cannot tell
-    /// them apart), dirty if either level has it `MODIFIED`. None if neither holds it.
+    /// them apart), dirty if either level has a written state. None if neither holds it.
     #[cfg(test)]
     fn private_entry(&self, rep: usize, line: u64) -> Option<DirEntry> {
         let f = self.pus.get(rep)?.p3?;
@@ -2048,8 +2049,8 @@ impl Simulator {
     ///
     /// `states` are the three levels' states for the line (a private line's carry its dirty bit,
     /// `private_lines`); a victim's state says where its coherence state is: `SHARED`, in the
-    /// directory; else in the levels' states (`private_victim2`; a dirty third-level victim is
-    /// written back, a clean one needs nothing).
+    /// directory; else in the levels' states (`private_victim2`, `private_victim3` for a
+    /// `MODIFIED` one; the others need nothing).
     fn fill3<D: Form, G: Geom>(
         &mut self,
         f: Path3,
