@@ -220,19 +220,6 @@ fn touch20(set: &mut [u64; W20], tag: u64) -> Option<u8> {
     Some((e & 3) as u8)
 }
 
-/// `restate` within one 20-way set: its ways in three overlapping runs of 8 (`match8`), one
-/// branch on whether the line is there.
-#[inline(always)]
-fn restate20(set: &mut [u64; W20], tag: u64, state: u8) -> bool {
-    let Some(k) = way20(set, tag) else {
-        return false;
-    };
-    if let Some(e) = set.get_mut(k) {
-        *e = tag << 2 | u64::from(state);
-    }
-    true
-}
-
 /// The way of a 20-way set holding `tag`: `match8` over ways 0-7, 8-15 and 12-19, no branch
 /// per way.
 #[inline(always)]
@@ -414,15 +401,7 @@ impl SetAssoc {
     /// Sets the state of a present line (no LRU change); false if absent.
     #[inline]
     pub fn set_state(&mut self, line: u64, state: u8) -> bool {
-        let base = self.set_of(line);
-        let tag = line + 1;
-        for e in &mut self.entries[base..base + self.ways] {
-            if *e >> 2 == tag {
-                *e = tag << 2 | u64::from(state);
-                return true;
-            }
-        }
-        false
+        self.take_state(line, state).is_some()
     }
 
     /// The state of a present line (no LRU change); None if absent. Without a branch per way
@@ -460,38 +439,6 @@ impl SetAssoc {
             _ => set.iter().position(|&e| e >> 2 == tag),
         }?;
         Some(base + k)
-    }
-
-    /// Sets the state of a present line (no LRU change); false if absent. As `set_state`, but
-    /// without a branch per way: every way is compared (the way of a line is unpredictable; the
-    /// simulator's private lines restate a dirty line's other copy as it leaves a level).
-    #[inline]
-    pub fn restate(&mut self, line: u64, state: u8) -> bool {
-        let base = self.set_of(line);
-        self.restate_in(base, line, state)
-    }
-
-    /// `restate` of a line whose set is at `base` (`set_of(line)`).
-    #[inline]
-    pub fn restate_in(&mut self, base: usize, line: u64, state: u8) -> bool {
-        debug_assert_eq!(base, self.set_of(line), "restate_in given another set");
-        let tag = line + 1;
-        if self.ways == W20 {
-            if let Some(set) = self
-                .entries
-                .get_mut(base..)
-                .and_then(|s| s.first_chunk_mut())
-            {
-                return restate20(set, tag, state);
-            }
-        }
-        let mut found = false;
-        for e in &mut self.entries[base..base + self.ways] {
-            let hit = *e >> 2 == tag;
-            *e = if hit { tag << 2 | u64::from(state) } else { *e };
-            found |= hit;
-        }
-        found
     }
 
     /// Sets the state of the most recently used line of the set at `base` (the line a lookup
@@ -993,7 +940,7 @@ mod tests {
     }
 
     /// The state updates of the simulator's private lines (issue 4, 2026-11-27) against plain
-    /// scans: `restate` (the 20-way path with its three runs of 8, and other widths), `state_of`,
+    /// scans: `set_state` (the 20-way path with its three runs of 8, and other widths), `state_of`,
     /// `take_state`,
     /// `write_private` (`EXCLUSIVE` to `MODIFIED`, other states kept), `written_mru` and
     /// `set_mru_state` (the way a lookup just hit), none of them changing the LRU order.
@@ -1020,12 +967,8 @@ mod tests {
                         continue;
                     }
                     1 => {
-                        let held = if ways == W20 {
-                            c.restate_in(base, line, st)
-                        } else {
-                            c.restate(line, st)
-                        };
-                        assert_eq!(held, at.is_some(), "restate {step}");
+                        let held = c.set_state(line, st);
+                        assert_eq!(held, at.is_some(), "set_state {step}");
                         if let Some(k) = at {
                             want[k] = (line + 1) << 2 | u64::from(st);
                         }

@@ -1916,7 +1916,7 @@ impl Simulator {
             let s2 = self.caches[f.l2].cache.take_state(line, SHARED);
             let c3 = &mut self.caches[f.l3].cache;
             let s3 = if s2 == Some(MODIFIED_OUTER) {
-                c3.restate(line, SHARED).then_some(MODIFIED)
+                c3.set_state(line, SHARED).then_some(MODIFIED)
             } else {
                 c3.take_state(line, SHARED)
             };
@@ -2119,7 +2119,7 @@ impl Simulator {
     /// dirty while a cache of its owner holds it), else the line is written back.
     #[inline]
     fn private_victim2(&mut self, f: Path3, line: u64, t: f64) {
-        if !self.caches[f.l3].cache.restate(line, MODIFIED) {
+        if !self.caches[f.l3].cache.set_state(line, MODIFIED) {
             self.writeback(line, self.caches[f.l2].node, t);
         }
     }
@@ -2135,7 +2135,7 @@ impl Simulator {
             .and_then(|pr| pr.pages.sole(((line & LINE_MASK) << 6) >> pr.page_shift))
             .and_then(|sole| self.domain_pu.get(usize::from(sole).checked_sub(1)?))
             .and_then(|&rep| self.pus[rep].p3)
-            .is_some_and(|g| self.caches[g.l2].cache.restate(line, MODIFIED));
+            .is_some_and(|g| self.caches[g.l2].cache.set_state(line, MODIFIED));
         if !held {
             self.writeback(line, self.caches[f.l3].node, t);
         }
