@@ -51,12 +51,6 @@ for target in "${targets[@]}"; do
   # -rss_limit_mb=0: no RSS watchdog thread, so the target stays single-threaded and numaff loads
   # the XML in a child process, as the numaff command does.
   [ "$target" = hwloc_xml ] && extra=(-rss_limit_mb=0)
-  # The parquet crate (57.3, 58.4: read_thrift_vec) reserves a Thrift list's declared length
-  # before reading it, so a corrupt footer makes it reserve gigabytes that it never touches (the
-  # read fails first: crates/behave/tests/fixtures/parquet-footer-4gib-list.parquet). libFuzzer's
-  # per-malloc limit (by default the 2 GiB RSS limit) counts that reservation as a crash; the
-  # RSS limit still catches memory that is really used.
-  [ "$target" = trace_parquet ] && extra=(-malloc_limit_mb=1048576)
   log=$(mktemp)
   if ! cargo "${toolchain[@]}" fuzz run "$target" "fuzz/corpus/$target" -- \
       -max_total_time="$secs" -max_len=65536 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1; then

@@ -1,7 +1,9 @@
 //! Parquet trace reading (numaff_behave::trace) on arbitrary bytes: errors, never a panic.
 //!
-//! The parquet crate itself panics on some corrupt metadata (57.3.2: an `unwrap` in its thrift
-//! decoder, kept as crates/behave/tests/fixtures/parquet-thrift-panic.parquet); numaff's reader
+//! Runs under libFuzzer's default limits (2 GB resident, and per allocation): a file that makes
+//! the reader reserve or touch gigabytes is a finding (crates/behave/tests/fixtures/parquet-*).
+//! The parquet crate has panicked on corrupt metadata (57.3.2: an `unwrap` in its thrift decoder,
+//! kept as crates/behave/tests/fixtures/parquet-thrift-panic.parquet); numaff's reader
 //! catches panics of the Parquet layer (with the panic hook silenced for the call, so
 //! libfuzzer-sys' aborting hook does not fire) and turns them into errors naming the file; a panic
 //! anywhere else still aborts the run.

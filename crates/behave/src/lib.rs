@@ -6,6 +6,7 @@ pub mod delocprof;
 pub mod ingest;
 pub mod messages;
 pub mod numa_table;
+pub mod parquet_pages;
 pub mod perf_script;
 pub mod sample;
 pub mod sharing;

@@ -33,8 +33,11 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64Array};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use arrow_schema::{DataType, Field, Metadata, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::file::metadata::KeyValue;
@@ -197,7 +200,7 @@ fn record_batch(
 fn writer_properties(kv: Vec<KeyValue>) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
-        .set_max_row_group_size(ROW_GROUP_ROWS)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_dictionary_enabled(false)
         .set_key_value_metadata(Some(kv))
         .set_created_by(format!("numaff {}", env!("CARGO_PKG_VERSION")));
@@ -260,7 +263,7 @@ impl TraceWriter {
                     schema()
                         .as_ref()
                         .clone()
-                        .with_metadata(pairs.into_iter().collect()),
+                        .with_metadata(pairs.into_iter().collect::<Metadata>()),
                 );
                 let props = writer_properties(kv);
                 match ArrowWriter::try_new(file, schema.clone(), Some(props)) {
@@ -479,8 +482,17 @@ impl TraceReader {
             path: path.to_path_buf(),
             message: e.to_string(),
         };
-        let builder =
-            guard(path, || ParquetRecordBatchReaderBuilder::try_new(input))?.map_err(perr)?;
+        let metadata = guard(path, || {
+            ArrowReaderMetadata::load(&input, ArrowReaderOptions::default())
+        })?
+        .map_err(perr)?;
+        crate::parquet_pages::check_snappy_pages(&input, metadata.metadata()).map_err(
+            |message| TraceError::Parquet {
+                path: path.to_path_buf(),
+                message,
+            },
+        )?;
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(input, metadata);
         let file_meta = builder.metadata().file_metadata();
         let meta = TraceMeta::from_key_values(
             file_meta

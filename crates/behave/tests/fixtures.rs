@@ -55,8 +55,9 @@ fn stored_traces_read_back() {
     assert_eq!(r.read_all().expect("rows"), samples());
 }
 
-/// Found by fuzzing: parquet 57.3.2 panics (an `unwrap` in its thrift metadata decoder) on this
-/// file. numaff gives an error naming the file.
+/// Found by fuzzing: parquet 57.3.2 panicked (an `unwrap` in its thrift metadata decoder) on this
+/// file, which numaff's guard turned into an error; parquet 60 rejects it itself. Either way the
+/// error names the file.
 #[test]
 fn a_file_on_which_the_parquet_crate_panics_is_an_error() {
     let path = fixture("parquet-thrift-panic.parquet");
@@ -71,10 +72,8 @@ fn a_file_on_which_the_parquet_crate_panics_is_an_error() {
 }
 
 /// Found by fuzzing: a footer whose schema list declares ~30 million elements in 2.5 KB. parquet
-/// (57.3.2 and 58.4.1 alike, `read_thrift_vec`) reserves the declared length (4.4 GB) before
-/// reading an element; Linux grants the untouched reservation, and the read then fails, which
-/// numaff reports. (Where the system refuses such a reservation the process aborts: an upstream
-/// limitation, README "Trace files".)
+/// up to 59.3 reserved the declared length (4.4 GB) before reading an element; 60 bounds a list
+/// by the bytes left (apache/arrow-rs#10979), so the read fails at once with an error.
 #[test]
 fn issue5_a_footer_declaring_a_huge_list_is_an_error() {
     let path = fixture("parquet-footer-4gib-list.parquet");
@@ -84,6 +83,79 @@ fn issue5_a_footer_declaring_a_huge_list_is_an_error() {
     let msg = err.to_string();
     assert!(
         msg.contains("parquet-footer-4gib-list.parquet is not a readable Parquet trace"),
+        "{msg}"
+    );
+}
+
+/// CI's fuzz run found a file (lost with its machine) that ended the fuzzer this way: a footer
+/// (24 bytes here) whose schema list declares 2^31 - 1 elements. parquet 57.3.2 asked for 206 GB
+/// for them and Linux refused, which aborts the process ("memory allocation of 206158430112 bytes
+/// failed": numaff analyze died with SIGABRT). parquet 60 rejects the list; numaff reports it.
+#[test]
+fn issue5_a_footer_declaring_more_than_memory_is_an_error_not_an_abort() {
+    let path = fixture("parquet-footer-2g-schema-list.parquet");
+    let err = TraceReader::open(&path)
+        .and_then(|r| r.read_all())
+        .expect_err("corrupt");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("parquet-footer-2g-schema-list.parquet is not a readable Parquet trace"),
+        "{msg}"
+    );
+}
+
+/// The peak resident memory of this process (VmHWM), bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kib * 1024
+}
+
+/// Found by fuzzing: a page header claiming 1.9 GB uncompressed from a few hundred Snappy bytes.
+/// parquet zero-fills the claimed size before decompressing (numaff analyze peaked at 1.86 GB
+/// resident on the fuzzed file, which parquet 60 now rejects for its footer). This fixture is
+/// numaff's own trace with the same claim written into its first page header (made by
+/// `trace_claiming` in parquet_pages.rs); numaff's page check rejects the page before the crate
+/// decodes it.
+#[test]
+fn issue5_a_page_claiming_more_than_snappy_can_produce_is_an_error_without_the_memory() {
+    let path = fixture("parquet-page-claims-2gb.parquet");
+    let before = peak_rss();
+    let err = TraceReader::open(&path)
+        .and_then(|r| r.read_all())
+        .map(|samples| samples.len())
+        .expect_err("corrupt (parquet alone reads its 4,000 rows, after zero-filling 1.9 GB)");
+    let grown = peak_rss().saturating_sub(before);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("parquet-page-claims-2gb.parquet is not a readable Parquet trace")
+            && msg.contains("more than Snappy can produce"),
+        "{msg}"
+    );
+    assert!(
+        grown < 256 << 20,
+        "peak resident memory grew by {grown} bytes"
+    );
+}
+
+/// Found by fuzzing the page check: a column chunk whose offset is negative.
+/// `ColumnChunkMetaData::byte_range` asserts on that (parquet 60.1), so the page check reads the
+/// offsets itself and leaves the chunk to the crate, whose panic numaff's reader turns into an
+/// error naming the file.
+#[test]
+fn issue5_a_column_chunk_at_a_negative_offset_is_an_error() {
+    let path = fixture("parquet-negative-chunk-offset.parquet");
+    let err = TraceReader::open(&path)
+        .and_then(|r| r.read_all())
+        .map(|samples| samples.len())
+        .expect_err("corrupt");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("parquet-negative-chunk-offset.parquet is not a readable Parquet trace"),
         "{msg}"
     );
 }
