@@ -20,6 +20,7 @@ pub mod rng;
 mod sched;
 mod sim;
 pub mod stream;
+mod window;
 
 pub use config::{EnergyModel, HwSampling, InducedFaults, OsScheduler, SimConfig};
 pub use measure::{measure, Measurement};

@@ -26,6 +26,7 @@ use crate::pages::{Page, PageTable, SOLE_SHARED};
 use crate::report::{Report, ThreadReport};
 use crate::rng::Rng;
 use crate::stream::{Access, DataPolicy, Op, ProcessSpec};
+use crate::window::Window;
 
 /// Multiplicative hasher for line and page numbers (FxHash); maps are never iterated, so their order
 /// cannot leak into the figures.
@@ -286,7 +287,7 @@ struct Thread {
 /// `threads` (a bounds check and a multiplication) after every call that takes `&mut self`.
 struct Hot {
     ops: Box<dyn Iterator<Item = Op> + Send>,
-    window: VecDeque<f64>,
+    window: Window,
     last_done: f64,
     accesses: u64,
     /// Accesses served by memory on the accessing PU's node and on another node.
@@ -432,7 +433,7 @@ impl Hot {
     ) -> Self {
         Hot {
             ops,
-            window: VecDeque::with_capacity(mlp),
+            window: Window::new(mlp),
             last_done: start,
             accesses: 0,
             local: 0,
@@ -979,8 +980,7 @@ impl Simulator {
         }
         let cost = self.cfg.thread_migration_ns;
         let th = &mut self.threads[ti];
-        let drained = th.hot.window.iter().copied().fold(at, f64::max);
-        th.hot.window.clear();
+        let drained = th.hot.window.drain(at);
         th.pu = to;
         th.migrations += 1;
         th.ready_at = th.ready_at.max(drained) + cost;
@@ -1017,8 +1017,7 @@ impl Simulator {
         }
         if pu.runq.len() > 1 && pu.clock >= pu.slice_end {
             let th = &mut self.threads[front];
-            let drained = th.hot.window.iter().copied().fold(pu.clock, f64::max);
-            th.hot.window.clear();
+            let drained = th.hot.window.drain(pu.clock);
             pu.clock = drained + cs;
             pu.runq.rotate_left(1);
             pu.slice_end = pu.clock + slice;
@@ -1244,8 +1243,7 @@ impl Simulator {
 
     fn drain(&mut self, p: usize) -> f64 {
         let th = &mut *self.run;
-        let t = th.window.iter().copied().fold(self.pus[p].clock, later);
-        th.window.clear();
+        let t = th.window.drain(self.pus[p].clock);
         self.pus[p].clock = t;
         t
     }
@@ -1330,17 +1328,13 @@ impl Simulator {
     #[inline(always)]
     fn step<D: Form, G: Geom>(&mut self, ti: usize, cx: &Cx, a: Access, clock: f64) -> f64 {
         let p = cx.p;
-        let mlp = self.cfg.mlp.max(1);
         let th = &mut *self.run;
         let mut t = clock + (f64::from(a.compute_cycles) + self.cfg.issue_cycles) * self.cycle_ns;
         if a.dependent {
             t = later(t, th.last_done);
         }
-        if th.window.len() >= mlp {
-            if let Some(o) = th.window.pop_front() {
-                t = later(t, o);
-            }
-        }
+        // Waits for the oldest of `mlp` outstanding accesses (none while fewer are out).
+        t = later(t, th.window.oldest());
         th.accesses += 1;
         // `armed` only falls while `run_pu` runs (`induce_faults` arms pages between its calls).
         let induced = if cx.armed && self.procs[cx.pi].armed > 0 {
@@ -1356,7 +1350,7 @@ impl Simulator {
         }
         let done = t + lat;
         let th = &mut *self.run;
-        th.window.push_back(done);
+        th.window.push(done);
         th.last_done = done;
         if th.sample_countdown != u64::MAX {
             th.sample_countdown -= 1;
@@ -2374,8 +2368,7 @@ impl Simulator {
         let cost = self.cfg.thread_migration_ns;
         let now = self.now;
         let th = &mut self.threads[ti];
-        let drained = th.hot.window.iter().copied().fold(now, f64::max);
-        th.hot.window.clear();
+        let drained = th.hot.window.drain(now);
         th.pu = to;
         th.migrations += 1;
         th.ready_at = th.ready_at.max(drained) + cost;
