@@ -1,17 +1,22 @@
-//! Checks a Parquet file's page headers before the parquet crate decodes the pages: a Snappy page
-//! that claims more uncompressed bytes than Snappy can make of its compressed bytes is corrupt.
+//! Checks a Parquet file's page headers before the parquet crate decodes the pages: a page whose
+//! header claims more than its bytes can hold is corrupt, and the crate would allocate the claim.
 //!
-//! Why: parquet (60.1, `serialized_reader::decode_page`) sizes the output of a compressed page from
-//! the header's `uncompressed_page_size` and its Snappy codec zero-fills that much before
-//! decompressing, so a 4 KB file whose header claims 1.9 GB made numaff write 1.9 GB before the
-//! read failed (found by fuzzing: crates/behave/tests/fixtures/parquet-page-claims-2gb.parquet).
-//! The crate offers no page-header access, so this module walks the headers itself: Thrift
-//! compact protocol (thrift-compact-protocol.md) read as the crate reads it, `PageHeader` of
-//! parquet.thrift (field 2 uncompressed_page_size, 3 compressed_page_size; the rest skipped). It
-//! rejects only what cannot be a real Snappy page and leaves every other judgement (truncation,
-//! garbage, other codecs) to the crate.
+//! Why: parquet (60.1) trusts two header fields with memory, both found by fuzzing. It sizes the
+//! output of a compressed page from `uncompressed_page_size` and its Snappy codec zero-fills that
+//! much before decompressing (`serialized_reader::decode_page`): a 4 KB file claiming 1.9 GB made
+//! numaff write 1.9 GB (crates/behave/tests/fixtures/parquet-page-claims-2gb.parquet). And it sizes
+//! a column's dictionary from the dictionary page's `num_values` (`DictDecoder::set_dict`
+//! zero-fills that many values): a claim of 536 M INT32 values filled 2 GB. So a Snappy page may
+//! claim at most what Snappy can make of its compressed bytes, and a dictionary page at most the
+//! values its bytes hold at the column's PLAIN width. The crate offers no page-header access, so
+//! this module walks the headers itself: Thrift compact protocol (thrift-compact-protocol.md)
+//! read as the crate reads it, `PageHeader` of parquet.thrift (field 1 type, 2
+//! uncompressed_page_size, 3 compressed_page_size, 7 dictionary_page_header whose field 1 is
+//! num_values; the rest skipped). It rejects only what no writer can produce and leaves every
+//! other judgement (truncation, garbage, unsupported codecs) to the crate.
 
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Type};
+use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::ChunkReader;
 
@@ -27,11 +32,17 @@ const HEADER_WINDOW: u64 = 4096;
 /// itself nests three deep).
 const MAX_DEPTH: u32 = 64;
 
+/// `PageType::DICTIONARY_PAGE` of parquet.thrift.
+const DICTIONARY_PAGE: i32 = 2;
+
 /// A page header's fields that the check needs.
 #[derive(Debug, Default, PartialEq)]
 struct PageHeader {
+    kind: Option<i32>,
     uncompressed: Option<i32>,
     compressed: Option<i32>,
+    /// `num_values` of the dictionary page header.
+    dictionary_values: Option<i32>,
 }
 
 /// Why a header could not be read.
@@ -208,6 +219,10 @@ fn page_header(bytes: &[u8]) -> Result<(PageHeader, usize), Walk> {
     let mut h = PageHeader::default();
     let mut c = Cursor::new(bytes);
     c.fields(&mut |c, id, ty| match (id, ty) {
+        (1, I32) => {
+            h.kind = Some(c.i32()?);
+            Ok(())
+        }
         (2, I32) => {
             h.uncompressed = Some(c.i32()?);
             Ok(())
@@ -216,27 +231,35 @@ fn page_header(bytes: &[u8]) -> Result<(PageHeader, usize), Walk> {
             h.compressed = Some(c.i32()?);
             Ok(())
         }
+        (7, STRUCT) => c.fields(&mut |c, id, ty| match (id, ty) {
+            (1, I32) => {
+                h.dictionary_values = Some(c.i32()?);
+                Ok(())
+            }
+            _ => c.skip_field(ty),
+        }),
         _ => c.skip_field(ty),
     })?;
     Ok((h, c.at))
 }
 
-/// Walks the page headers of every Snappy column chunk of the file and returns an error message
-/// for the first page claiming more uncompressed bytes than Snappy can produce from its
-/// compressed bytes ([`SNAPPY_MAX_EXPANSION`]), else the number of pages checked. Like the crate's
-/// page reader, a chunk's walk goes on to the end of its byte range, whatever its value count
-/// says; it stops quietly where a header cannot be read or its sizes are negative (the crate
-/// reports what is wrong there, as it always has).
-pub fn check_snappy_pages<R: ChunkReader>(
-    input: &R,
-    metadata: &ParquetMetaData,
-) -> Result<u64, String> {
+/// Walks the page headers of every column chunk and returns an error message for the first page
+/// claiming more than its bytes can hold: a Snappy page more uncompressed bytes than Snappy can
+/// produce from its compressed bytes ([`SNAPPY_MAX_EXPANSION`]), a dictionary page more values
+/// than its (uncompressed) bytes hold at the column's PLAIN width. Else the number of pages
+/// checked. Like the crate's page reader, a chunk's walk goes on to the end of its byte range,
+/// whatever its value count says; it stops quietly where a header cannot be read or its sizes
+/// are negative (the crate reports what is wrong there, as it always has). Chunks of codecs
+/// numaff's build lacks are left to the crate, which refuses them.
+pub fn check_pages<R: ChunkReader>(input: &R, metadata: &ParquetMetaData) -> Result<u64, String> {
     let mut pages = 0u64;
     for (g, group) in metadata.row_groups().iter().enumerate() {
         for column in group.columns() {
-            if column.compression() != Compression::SNAPPY {
-                continue;
-            }
+            let snappy = match column.compression() {
+                Compression::SNAPPY => true,
+                Compression::UNCOMPRESSED => false,
+                _ => continue,
+            };
             // `byte_range()`'s reading, without its panic on negative values (found by fuzzing):
             // such a chunk is left to the crate, whose panic numaff's reader catches.
             let start = column
@@ -247,6 +270,12 @@ pub fn check_snappy_pages<R: ChunkReader>(
                 u64::try_from(column.compressed_size()),
             ) else {
                 continue;
+            };
+            let corrupt = |at: u64, what: String| {
+                format!(
+                    "row group {g}, column {}, byte {at}: the {what}: the file is corrupt",
+                    column.column_path().string()
+                )
             };
             let end = start.saturating_add(length).min(input.len());
             let mut at = start;
@@ -264,13 +293,31 @@ pub fn check_snappy_pages<R: ChunkReader>(
                 else {
                     break;
                 };
-                if uncompressed > compressed.saturating_mul(SNAPPY_MAX_EXPANSION) {
-                    return Err(format!(
-                        "row group {g}, column {}: the page at byte {at} claims {uncompressed} \
-                         bytes uncompressed from {compressed} Snappy-compressed bytes, more than \
-                         Snappy can produce ({SNAPPY_MAX_EXPANSION} per byte): the file is corrupt",
-                        column.column_path().string()
+                if snappy && uncompressed > compressed.saturating_mul(SNAPPY_MAX_EXPANSION) {
+                    return Err(corrupt(
+                        at,
+                        format!(
+                            "page claims {uncompressed} bytes uncompressed from {compressed} \
+                             Snappy-compressed bytes, more than Snappy can produce \
+                             ({SNAPPY_MAX_EXPANSION} per byte)"
+                        ),
                     ));
+                }
+                if header.kind == Some(DICTIONARY_PAGE) {
+                    // The bytes the crate decodes the dictionary from: the decompressed page, or
+                    // the page itself when the chunk is not compressed.
+                    let bytes = if snappy { uncompressed } else { compressed };
+                    let values = header.dictionary_values.map_or(0, |v| v.max(0) as u64);
+                    let bits = plain_bits(column);
+                    if values.saturating_mul(bits) > bytes.saturating_mul(8) {
+                        return Err(corrupt(
+                            at,
+                            format!(
+                                "dictionary page claims {values} values in {bytes} bytes, more \
+                                 than they hold ({bits} bits each)"
+                            ),
+                        ));
+                    }
                 }
                 pages += 1;
                 at = at
@@ -280,6 +327,20 @@ pub fn check_snappy_pages<R: ChunkReader>(
         }
     }
     Ok(pages)
+}
+
+/// The fewest bits a PLAIN-encoded value of the column takes (a BYTE_ARRAY its 4-byte length;
+/// a FIXED_LEN_BYTE_ARRAY of length 0, which holds nothing, counts a bit).
+fn plain_bits(column: &ColumnChunkMetaData) -> u64 {
+    match column.column_type() {
+        Type::BOOLEAN => 1,
+        Type::INT32 | Type::FLOAT | Type::BYTE_ARRAY => 32,
+        Type::INT64 | Type::DOUBLE => 64,
+        Type::INT96 => 96,
+        Type::FIXED_LEN_BYTE_ARRAY => {
+            (u64::try_from(column.column_descr().type_length()).unwrap_or(0) * 8).max(1)
+        }
+    }
 }
 
 /// Reads the page header at `at` (it must end before `end`), in a window that grows until the
@@ -357,7 +418,7 @@ mod tests {
             }
         }
         assert!(crate_pages > 50, "{crate_pages} pages");
-        assert_eq!(check_snappy_pages(&file, &metadata(&file)), Ok(crate_pages));
+        assert_eq!(check_pages(&file, &metadata(&file)), Ok(crate_pages));
     }
 
     #[test]
@@ -390,10 +451,10 @@ mod tests {
             "{claimed} vs {compressed}"
         );
         let corrupt = bytes::Bytes::from(bytes);
-        let err = check_snappy_pages(&corrupt, &metadata(&corrupt)).expect_err("corrupt");
+        let err = check_pages(&corrupt, &metadata(&corrupt)).expect_err("corrupt");
         assert!(
             err.starts_with(&format!(
-                "row group 2, column time_ns: the page at byte {at} claims {claimed} bytes"
+                "row group 2, column time_ns, byte {at}: the page claims {claimed} bytes"
             )),
             "{err}"
         );
@@ -542,7 +603,7 @@ mod tests {
             std::fs::write(&path, &corrupt).expect("write the fixture");
         }
         let bytes = bytes::Bytes::from(corrupt);
-        let err = check_snappy_pages(&bytes, &metadata(&bytes)).expect_err("corrupt");
+        let err = check_pages(&bytes, &metadata(&bytes)).expect_err("corrupt");
         assert!(
             err.contains(&format!("claims {claim} bytes uncompressed")),
             "{err}"
@@ -556,8 +617,10 @@ mod tests {
         assert_eq!(
             header,
             PageHeader {
+                kind: Some(0),
                 uncompressed: Some(4000),
                 compressed: Some(900),
+                dictionary_values: None,
             }
         );
         assert_eq!(len, h.len());
@@ -565,6 +628,67 @@ mod tests {
         let mut longer = h.clone();
         longer.extend([0xff; 10]);
         assert_eq!(page_header(&longer).expect("a header").1, h.len());
+    }
+
+    #[test]
+    fn a_dictionary_page_header_gives_its_values() {
+        let mut h = vec![field(1, I32)];
+        h.extend(zigzag(DICTIONARY_PAGE.into()));
+        h.push(field(1, I32));
+        h.extend(zigzag(300));
+        h.push(field(1, I32));
+        h.extend(zigzag(120));
+        h.push(field(4, STRUCT)); // 7: dictionary_page_header
+        h.push(field(1, I32));
+        h.extend(zigzag(75)); // num_values
+        h.push(field(1, I32));
+        h.extend(zigzag(0)); // PLAIN
+        h.push(field(1, BOOL_FALSE)); // is_sorted
+        h.extend([0, 0]);
+        let (header, len) = page_header(&h).expect("a header");
+        assert_eq!(
+            header,
+            PageHeader {
+                kind: Some(DICTIONARY_PAGE),
+                uncompressed: Some(300),
+                compressed: Some(120),
+                dictionary_values: Some(75),
+            }
+        );
+        assert_eq!(len, h.len());
+    }
+
+    /// The `kind` column's dictionary (3 strings, ~27 bytes) in the second row group made to
+    /// claim 63 values: 63 BYTE_ARRAYs take at least 252 bytes.
+    #[test]
+    fn issue5_a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_found() {
+        let file = many_pages();
+        let meta = metadata(&file);
+        let column = meta.row_groups()[1].column(1);
+        let at = column.dictionary_page_offset().expect("a dictionary") as usize;
+        let (h, len) = page_header(&file[at..]).expect("header");
+        assert_eq!(h.kind, Some(DICTIONARY_PAGE));
+        assert_eq!(h.dictionary_values, Some(3));
+        let bytes_held = h.uncompressed.expect("size");
+        // num_values: the one-byte varint after the dictionary header's field headers.
+        let header = &file[at..at + len];
+        let nv = header
+            .windows(3)
+            .position(|w| w == [field(4, STRUCT), field(1, I32), 6])
+            .expect("dictionary_page_header { num_values: 3 }")
+            + 2;
+        let mut bytes = file.to_vec();
+        bytes[at + nv] = 126; // zigzag 63, still one byte
+        assert!(63 * 4 > bytes_held, "{bytes_held} bytes");
+        let corrupt = bytes::Bytes::from(bytes);
+        let err = check_pages(&corrupt, &metadata(&corrupt)).expect_err("corrupt");
+        assert_eq!(
+            err,
+            format!(
+                "row group 1, column kind, byte {at}: the dictionary page claims 63 values in \
+                 {bytes_held} bytes, more than they hold (32 bits each): the file is corrupt"
+            )
+        );
     }
 
     #[test]

@@ -486,12 +486,12 @@ impl TraceReader {
             ArrowReaderMetadata::load(&input, ArrowReaderOptions::default())
         })?
         .map_err(perr)?;
-        crate::parquet_pages::check_snappy_pages(&input, metadata.metadata()).map_err(
-            |message| TraceError::Parquet {
+        crate::parquet_pages::check_pages(&input, metadata.metadata()).map_err(|message| {
+            TraceError::Parquet {
                 path: path.to_path_buf(),
                 message,
-            },
-        )?;
+            }
+        })?;
         let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(input, metadata);
         let file_meta = builder.metadata().file_metadata();
         let meta = TraceMeta::from_key_values(

@@ -159,3 +159,27 @@ fn issue5_a_column_chunk_at_a_negative_offset_is_an_error() {
         "{msg}"
     );
 }
+
+/// Found by fuzzing the page check: a dictionary page claiming 536,870,905 INT32 values in a few
+/// bytes. parquet sizes the dictionary from the claim and zero-fills it (2 GB) before decoding a
+/// value; numaff's page check rejects a dictionary page claiming more values than its bytes hold.
+#[test]
+fn issue5_a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_an_error() {
+    let path = fixture("parquet-dictionary-claims-2gb.parquet");
+    let before = peak_rss();
+    let err = TraceReader::open(&path)
+        .and_then(|r| r.read_all())
+        .map(|samples| samples.len())
+        .expect_err("corrupt");
+    let grown = peak_rss().saturating_sub(before);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("parquet-dictionary-claims-2gb.parquet is not a readable Parquet trace")
+            && msg.contains("the dictionary page claims"),
+        "{msg}"
+    );
+    assert!(
+        grown < 256 << 20,
+        "peak resident memory grew by {grown} bytes"
+    );
+}
