@@ -248,9 +248,11 @@ fn page_header(bytes: &[u8]) -> Result<(PageHeader, usize), Walk> {
 /// produce from its compressed bytes ([`SNAPPY_MAX_EXPANSION`]), a dictionary page more values
 /// than its (uncompressed) bytes hold at the column's PLAIN width. Else the number of pages
 /// checked. Like the crate's page reader, a chunk's walk goes on to the end of its byte range,
-/// whatever its value count says; it stops quietly where a header cannot be read or its sizes
-/// are negative (the crate reports what is wrong there, as it always has). Chunks of codecs
-/// numaff's build lacks are left to the crate, which refuses them.
+/// whatever its value count says. A header that cannot be read within the chunk (truncated, not
+/// Thrift, no sizes or negative ones) is an error too: the crate refuses it as well, but reading
+/// it may take minutes first (its stream reader skips a list of 2^31 elements one by one past the
+/// end of the data: found by fuzzing). Chunks of codecs numaff's build lacks are left to the
+/// crate, which refuses them.
 pub fn check_pages<R: ChunkReader>(input: &R, metadata: &ParquetMetaData) -> Result<u64, String> {
     let mut pages = 0u64;
     for (g, group) in metadata.row_groups().iter().enumerate() {
@@ -280,18 +282,16 @@ pub fn check_pages<R: ChunkReader>(input: &R, metadata: &ParquetMetaData) -> Res
             let end = start.saturating_add(length).min(input.len());
             let mut at = start;
             while at < end {
-                let Some((header, header_len)) = read_header(input, at, end) else {
-                    break;
-                };
-                let (Some(uncompressed), Some(compressed)) =
-                    (header.uncompressed, header.compressed)
-                else {
-                    break;
-                };
-                let (Ok(uncompressed), Ok(compressed)) =
-                    (u64::try_from(uncompressed), u64::try_from(compressed))
-                else {
-                    break;
+                let (header, header_len) =
+                    read_header(input, at, end).map_err(|e| corrupt(at, e))?;
+                let (Some(Ok(uncompressed)), Some(Ok(compressed))) = (
+                    header.uncompressed.map(u64::try_from),
+                    header.compressed.map(u64::try_from),
+                ) else {
+                    return Err(corrupt(
+                        at,
+                        "page header lacks its sizes or has a negative one".into(),
+                    ));
                 };
                 if snappy && uncompressed > compressed.saturating_mul(SNAPPY_MAX_EXPANSION) {
                     return Err(corrupt(
@@ -344,16 +344,26 @@ fn plain_bits(column: &ColumnChunkMetaData) -> u64 {
 }
 
 /// Reads the page header at `at` (it must end before `end`), in a window that grows until the
-/// header fits; `None` where it is not a readable header.
-fn read_header<R: ChunkReader>(input: &R, at: u64, end: u64) -> Option<(PageHeader, usize)> {
+/// header fits; else what is wrong with it.
+fn read_header<R: ChunkReader>(
+    input: &R,
+    at: u64,
+    end: u64,
+) -> Result<(PageHeader, usize), String> {
     let mut window = HEADER_WINDOW;
     loop {
         let len = window.min(end - at);
-        let bytes = input.get_bytes(at, usize::try_from(len).ok()?).ok()?;
+        let bytes = usize::try_from(len)
+            .ok()
+            .and_then(|len| input.get_bytes(at, len).ok())
+            .ok_or_else(|| format!("page header cannot be read ({len} bytes from byte {at})"))?;
         match page_header(&bytes) {
-            Ok(found) => return Some(found),
+            Ok(found) => return Ok(found),
             Err(Walk::Truncated) if len < end - at => window = window.saturating_mul(4),
-            Err(_) => return None,
+            Err(Walk::Truncated) => {
+                return Err("page header runs past the end of its column chunk".into())
+            }
+            Err(Walk::Invalid) => return Err("page header is not Thrift compact protocol".into()),
         }
     }
 }

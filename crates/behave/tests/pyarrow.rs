@@ -3,8 +3,10 @@
 
 use std::process::Command;
 
+use numaff_behave::parquet_pages::check_pages;
 use numaff_behave::trace::write_trace;
 use numaff_behave::{DataSource, Kind, Sample, TraceMeta};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
 const SCRIPT: &str = r#"
 import json, sys
@@ -87,4 +89,73 @@ fn issue5_pyarrow_reads_a_written_trace() {
     assert_eq!(v["meta"]["numaff.command"], "./comm 8");
     assert_eq!(v["meta"]["numaff.sampler"], "synthetic");
     assert_eq!(v["meta"]["numaff.thread_names"], r#"{"78":"worker"}"#);
+}
+
+/// Writes the same trace-shaped table with pyarrow in each page layout it offers (page checksums,
+/// data page v2, dictionaries and page statistics on or off, Snappy or none, small pages so that
+/// there are many) and prints the file names.
+const WRITE_SCRIPT: &str = r#"
+import sys
+import pyarrow as pa, pyarrow.parquet as pq
+n = 20000
+t = pa.table({
+    "time_ns": pa.array([1000 + 7 * i for i in range(n)], pa.int64()),
+    "pid": pa.array([5] * n, pa.int64()),
+    "tid": pa.array([5 + i % 3 for i in range(n)], pa.int64()),
+    "cpu": pa.array([i % 4 for i in range(n)], pa.int32()),
+    "node": pa.array([i % 2 for i in range(n)], pa.int32()),
+    "addr": pa.array([0x7f0000000000 + (i * 7919 % 4096) * 64 for i in range(n)], pa.uint64()),
+    "kind": pa.array([["load", "store", "fault"][i % 3] for i in range(n)]),
+    "latency_ns": pa.array([None if i % 2 else i for i in range(n)], pa.int64()),
+})
+for i, (v2, crc, dic, stats, codec) in enumerate([
+    (False, False, True, True, "snappy"),
+    (True, True, True, True, "snappy"),
+    (True, False, False, False, "snappy"),
+    (False, True, True, True, "none"),
+    (True, True, False, True, "none"),
+]):
+    path = f"{sys.argv[1]}/p{i}.parquet"
+    pq.write_table(t, path, compression=codec, use_dictionary=dic, write_statistics=stats,
+                   data_page_version="2.0" if v2 else "1.0", write_page_checksum=crc,
+                   data_page_size=4096, row_group_size=7000)
+    print(path)
+"#;
+
+/// numaff's page-header check (parquet_pages.rs) accepts what pyarrow writes, in every layout
+/// above: the rows read back.
+#[test]
+fn issue5_numaff_reads_traces_pyarrow_writes_in_every_page_layout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(WRITE_SCRIPT)
+        .arg(dir.path())
+        .output()
+        .expect("python3 runs (scripts/setup.sh installs it with pyarrow)");
+    assert!(
+        out.status.success(),
+        "pyarrow failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paths: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(paths.len(), 5);
+    for path in paths {
+        let samples = numaff_behave::TraceReader::open(std::path::Path::new(&path))
+            .and_then(|r| r.read_all())
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(samples.len(), 20_000, "{path}");
+        assert_eq!(samples[19_999].time_ns, 1000 + 7 * 19_999, "{path}");
+        assert_eq!(samples[3].latency_ns, None, "{path}");
+        assert_eq!(samples[4].latency_ns, Some(4), "{path}");
+        // And the check walked every chunk's pages: 3 row groups of 8 columns, several pages
+        // each.
+        let file = std::fs::File::open(&path).expect("open");
+        let meta = ArrowReaderMetadata::load(&file, Default::default()).expect("metadata");
+        let pages = check_pages(&file, meta.metadata()).expect("accepted");
+        assert!(pages > 3 * 8, "{path}: {pages} pages");
+    }
 }
