@@ -489,33 +489,29 @@ mod tests {
         }
     }
 
+    /// Appends an i32 field `delta` ids after the previous one.
+    fn i32_field(h: &mut Vec<u8>, delta: u8, value: i64) {
+        h.push(field(delta, I32));
+        h.extend(zigzag(value));
+    }
+
     /// A data page v1 header as parquet writes it: type, sizes, crc, then the data page header
     /// (num_values, encodings, statistics with a binary max).
     fn data_page(uncompressed: i32, compressed: i32, values: i32) -> Vec<u8> {
-        let mut h = vec![field(1, I32)];
-        h.extend(zigzag(0)); // type DATA_PAGE
-        h.push(field(1, I32));
-        h.extend(zigzag(uncompressed.into()));
-        h.push(field(1, I32));
-        h.extend(zigzag(compressed.into()));
-        h.push(field(1, I32));
-        h.extend(zigzag(-12345)); // crc
+        let mut h = Vec::new();
+        i32_field(&mut h, 1, 0); // type DATA_PAGE
+        i32_field(&mut h, 1, uncompressed.into());
+        i32_field(&mut h, 1, compressed.into());
+        i32_field(&mut h, 1, -12345); // crc
         h.push(field(1, STRUCT)); // 5: data_page_header
-        h.push(field(1, I32));
-        h.extend(zigzag(values.into()));
-        h.push(field(1, I32));
-        h.extend(zigzag(0)); // encoding
-        h.push(field(1, I32));
-        h.extend(zigzag(3));
-        h.push(field(1, I32));
-        h.extend(zigzag(3));
+        for v in [values.into(), 0, 3, 3] {
+            i32_field(&mut h, 1, v); // num_values, encoding, def and rep level encodings
+        }
         h.push(field(1, STRUCT)); // 5: statistics
         h.push(field(1, BINARY));
         h.extend([3, b'a', b'b', b'c']);
         h.push(field(1, BOOL_TRUE));
-        h.push(0);
-        h.push(0);
-        h.push(0);
+        h.extend([0, 0, 0]);
         h
     }
 
@@ -570,11 +566,9 @@ mod tests {
         header.push(field(1, I32));
         let mut compressed = zigzag(h.compressed.expect("compressed").into());
         header.push(field(2, STRUCT));
-        header.push(field(1, I32));
-        header.extend(zigzag(4_000)); // the samples, all in this page (the honest read checks)
+        i32_field(&mut header, 1, 4_000); // the samples, all in this page (the honest read checks)
         for encoding in [0, 3, 3] {
-            header.push(field(1, I32));
-            header.extend(zigzag(encoding));
+            i32_field(&mut header, 1, encoding);
         }
         header.extend([0, 0]);
         let pad = old_len - header.len() - compressed.len();
@@ -642,17 +636,13 @@ mod tests {
 
     #[test]
     fn a_dictionary_page_header_gives_its_values() {
-        let mut h = vec![field(1, I32)];
-        h.extend(zigzag(DICTIONARY_PAGE.into()));
-        h.push(field(1, I32));
-        h.extend(zigzag(300));
-        h.push(field(1, I32));
-        h.extend(zigzag(120));
+        let mut h = Vec::new();
+        i32_field(&mut h, 1, DICTIONARY_PAGE.into());
+        i32_field(&mut h, 1, 300);
+        i32_field(&mut h, 1, 120);
         h.push(field(4, STRUCT)); // 7: dictionary_page_header
-        h.push(field(1, I32));
-        h.extend(zigzag(75)); // num_values
-        h.push(field(1, I32));
-        h.extend(zigzag(0)); // PLAIN
+        i32_field(&mut h, 1, 75); // num_values
+        i32_field(&mut h, 1, 0); // PLAIN
         h.push(field(1, BOOL_FALSE)); // is_sorted
         h.extend([0, 0]);
         let (header, len) = page_header(&h).expect("a header");

@@ -3,6 +3,7 @@
 //! numaff-behave --test fixtures` writes them again.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use numaff_behave::trace::write_trace;
 use numaff_behave::{DataSource, Kind, Sample, TraceMeta, TraceReader};
@@ -55,55 +56,6 @@ fn stored_traces_read_back() {
     assert_eq!(r.read_all().expect("rows"), samples());
 }
 
-/// Found by fuzzing: parquet 57.3.2 panicked (an `unwrap` in its thrift metadata decoder) on this
-/// file, which numaff's guard turned into an error; parquet 60 rejects it itself. Either way the
-/// error names the file.
-#[test]
-fn a_file_on_which_the_parquet_crate_panics_is_an_error() {
-    let path = fixture("parquet-thrift-panic.parquet");
-    let err = TraceReader::open(&path)
-        .and_then(|r| r.read_all())
-        .expect_err("corrupt");
-    let msg = err.to_string();
-    assert!(
-        msg.contains("parquet-thrift-panic.parquet is not a readable Parquet trace"),
-        "{msg}"
-    );
-}
-
-/// Found by fuzzing: a footer whose schema list declares ~30 million elements in 2.5 KB. parquet
-/// up to 59.3 reserved the declared length (4.4 GB) before reading an element; 60 bounds a list
-/// by the bytes left (apache/arrow-rs#10979), so the read fails at once with an error.
-#[test]
-fn issue5_a_footer_declaring_a_huge_list_is_an_error() {
-    let path = fixture("parquet-footer-4gib-list.parquet");
-    let err = TraceReader::open(&path)
-        .and_then(|r| r.read_all())
-        .expect_err("corrupt");
-    let msg = err.to_string();
-    assert!(
-        msg.contains("parquet-footer-4gib-list.parquet is not a readable Parquet trace"),
-        "{msg}"
-    );
-}
-
-/// CI's fuzz run found a file (lost with its machine) that ended the fuzzer this way: a footer
-/// (24 bytes here) whose schema list declares 2^31 - 1 elements. parquet 57.3.2 asked for 206 GB
-/// for them and Linux refused, which aborts the process ("memory allocation of 206158430112 bytes
-/// failed": numaff analyze died with SIGABRT). parquet 60 rejects the list; numaff reports it.
-#[test]
-fn issue5_a_footer_declaring_more_than_memory_is_an_error_not_an_abort() {
-    let path = fixture("parquet-footer-2g-schema-list.parquet");
-    let err = TraceReader::open(&path)
-        .and_then(|r| r.read_all())
-        .expect_err("corrupt");
-    let msg = err.to_string();
-    assert!(
-        msg.contains("parquet-footer-2g-schema-list.parquet is not a readable Parquet trace"),
-        "{msg}"
-    );
-}
-
 /// The peak resident memory of this process (VmHWM), bytes.
 fn peak_rss() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
@@ -115,6 +67,49 @@ fn peak_rss() -> u64 {
     kib * 1024
 }
 
+/// How numaff refused a corrupt fixture: the error message, by how much the peak resident memory
+/// grew meanwhile, and how long it took. Panics if the fixture reads (`why` says why it must not).
+fn refusal(name: &str, why: &str) -> (String, u64, Duration) {
+    let before = peak_rss();
+    let started = Instant::now();
+    let err = TraceReader::open(&fixture(name))
+        .and_then(|r| r.read_all())
+        .map(|samples| samples.len())
+        .expect_err(why);
+    let took = started.elapsed();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("{name} is not a readable Parquet trace")),
+        "{msg}"
+    );
+    (msg, peak_rss().saturating_sub(before), took)
+}
+
+/// Found by fuzzing: parquet 57.3.2 panicked (an `unwrap` in its thrift metadata decoder) on this
+/// file, which numaff's guard turned into an error; parquet 60 rejects it itself. Either way the
+/// error names the file.
+#[test]
+fn a_file_on_which_the_parquet_crate_panics_is_an_error() {
+    refusal("parquet-thrift-panic.parquet", "corrupt");
+}
+
+/// Found by fuzzing: a footer whose schema list declares ~30 million elements in 2.5 KB. parquet
+/// up to 59.3 reserved the declared length (4.4 GB) before reading an element; 60 bounds a list
+/// by the bytes left (apache/arrow-rs#10979), so the read fails at once with an error.
+#[test]
+fn issue5_a_footer_declaring_a_huge_list_is_an_error() {
+    refusal("parquet-footer-4gib-list.parquet", "corrupt");
+}
+
+/// CI's fuzz run found a file (lost with its machine) that ended the fuzzer this way: a footer
+/// (24 bytes here) whose schema list declares 2^31 - 1 elements. parquet 57.3.2 asked for 206 GB
+/// for them and Linux refused, which aborts the process ("memory allocation of 206158430112 bytes
+/// failed": numaff analyze died with SIGABRT). parquet 60 rejects the list; numaff reports it.
+#[test]
+fn issue5_a_footer_declaring_more_than_memory_is_an_error_not_an_abort() {
+    refusal("parquet-footer-2g-schema-list.parquet", "corrupt");
+}
+
 /// Found by fuzzing: a page header claiming 1.9 GB uncompressed from a few hundred Snappy bytes.
 /// parquet zero-fills the claimed size before decompressing (numaff analyze peaked at 1.86 GB
 /// resident on the fuzzed file, which parquet 60 now rejects for its footer). This fixture is
@@ -123,19 +118,11 @@ fn peak_rss() -> u64 {
 /// decodes it.
 #[test]
 fn issue5_a_page_claiming_more_than_snappy_can_produce_is_an_error_without_the_memory() {
-    let path = fixture("parquet-page-claims-2gb.parquet");
-    let before = peak_rss();
-    let err = TraceReader::open(&path)
-        .and_then(|r| r.read_all())
-        .map(|samples| samples.len())
-        .expect_err("corrupt (parquet alone reads its 4,000 rows, after zero-filling 1.9 GB)");
-    let grown = peak_rss().saturating_sub(before);
-    let msg = err.to_string();
-    assert!(
-        msg.contains("parquet-page-claims-2gb.parquet is not a readable Parquet trace")
-            && msg.contains("more than Snappy can produce"),
-        "{msg}"
+    let (msg, grown, _) = refusal(
+        "parquet-page-claims-2gb.parquet",
+        "corrupt (parquet alone reads its 4,000 rows, after zero-filling 1.9 GB)",
     );
+    assert!(msg.contains("more than Snappy can produce"), "{msg}");
     assert!(
         grown < 256 << 20,
         "peak resident memory grew by {grown} bytes"
@@ -148,16 +135,7 @@ fn issue5_a_page_claiming_more_than_snappy_can_produce_is_an_error_without_the_m
 /// error naming the file.
 #[test]
 fn issue5_a_column_chunk_at_a_negative_offset_is_an_error() {
-    let path = fixture("parquet-negative-chunk-offset.parquet");
-    let err = TraceReader::open(&path)
-        .and_then(|r| r.read_all())
-        .map(|samples| samples.len())
-        .expect_err("corrupt");
-    let msg = err.to_string();
-    assert!(
-        msg.contains("parquet-negative-chunk-offset.parquet is not a readable Parquet trace"),
-        "{msg}"
-    );
+    refusal("parquet-negative-chunk-offset.parquet", "corrupt");
 }
 
 /// Found by fuzzing the page check: a dictionary page claiming 536,870,905 INT32 values in a few
@@ -165,19 +143,8 @@ fn issue5_a_column_chunk_at_a_negative_offset_is_an_error() {
 /// value; numaff's page check rejects a dictionary page claiming more values than its bytes hold.
 #[test]
 fn issue5_a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_an_error() {
-    let path = fixture("parquet-dictionary-claims-2gb.parquet");
-    let before = peak_rss();
-    let err = TraceReader::open(&path)
-        .and_then(|r| r.read_all())
-        .map(|samples| samples.len())
-        .expect_err("corrupt");
-    let grown = peak_rss().saturating_sub(before);
-    let msg = err.to_string();
-    assert!(
-        msg.contains("parquet-dictionary-claims-2gb.parquet is not a readable Parquet trace")
-            && msg.contains("the dictionary page claims"),
-        "{msg}"
-    );
+    let (msg, grown, _) = refusal("parquet-dictionary-claims-2gb.parquet", "corrupt");
+    assert!(msg.contains("the dictionary page claims"), "{msg}");
     assert!(
         grown < 256 << 20,
         "peak resident memory grew by {grown} bytes"
@@ -190,18 +157,7 @@ fn issue5_a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_an_error
 /// check refuses a header that does not parse within its column chunk, at once.
 #[test]
 fn issue5_a_page_header_that_runs_past_its_chunk_is_an_error_at_once() {
-    let path = fixture("parquet-page-header-slow-list.parquet");
-    let started = std::time::Instant::now();
-    let err = TraceReader::open(&path)
-        .and_then(|r| r.read_all())
-        .map(|samples| samples.len())
-        .expect_err("corrupt");
-    let took = started.elapsed();
-    let msg = err.to_string();
-    assert!(
-        msg.contains("parquet-page-header-slow-list.parquet is not a readable Parquet trace")
-            && msg.contains("page header"),
-        "{msg}"
-    );
+    let (msg, _, took) = refusal("parquet-page-header-slow-list.parquet", "corrupt");
+    assert!(msg.contains("page header"), "{msg}");
     assert!(took.as_secs_f64() < 5.0, "took {took:?}");
 }
