@@ -486,11 +486,13 @@ impl TraceReader {
             ArrowReaderMetadata::load(&input, ArrowReaderOptions::default())
         })?
         .map_err(perr)?;
-        crate::parquet_pages::check_pages(&input, metadata.metadata()).map_err(|message| {
-            TraceError::Parquet {
-                path: path.to_path_buf(),
-                message,
-            }
+        // Under the guard too: the check reads the crate's metadata, whose accessors may assert.
+        guard(path, || {
+            crate::parquet_pages::check_pages(&input, metadata.metadata())
+        })?
+        .map_err(|message| TraceError::Parquet {
+            path: path.to_path_buf(),
+            message,
         })?;
         let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(input, metadata);
         let file_meta = builder.metadata().file_metadata();
