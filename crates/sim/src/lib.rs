@@ -27,4 +27,4 @@ pub use measure::{measure, Measurement};
 pub use report::{Report, ThreadReport};
 pub use sched::os_placement;
 pub use sim::{Simulator, MAX_PROCESSES};
-pub use stream::{Access, DataPolicy, Op, ProcessSpec, ThreadSpec};
+pub use stream::{Access, DataPolicy, Op, OpSource, ProcessSpec, ThreadSpec};

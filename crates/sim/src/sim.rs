@@ -25,7 +25,7 @@ use crate::linemap::Prefetcher;
 use crate::pages::{Page, PageTable, SOLE_SHARED};
 use crate::report::{Report, ThreadReport};
 use crate::rng::Rng;
-use crate::stream::{Access, DataPolicy, Op, ProcessSpec};
+use crate::stream::{Access, DataPolicy, Op, OpSource, ProcessSpec};
 use crate::window::Window;
 
 /// Multiplicative hasher for line and page numbers (FxHash); maps are never iterated, so their order
@@ -64,6 +64,8 @@ const DIR_BITS: usize = 128;
 /// the cache sets, directory slots and page slots of the coming accesses early, so that the host
 /// cache misses of several simulated accesses overlap instead of coming one after another.
 const LOOKAHEAD: usize = 8;
+/// Ops a thread takes from its generator per call (`OpSource::fill`, `Hot::pull`).
+const BATCH: usize = 32;
 /// Distance (in ops) at which the directory slots of the lines those accesses will evict are
 /// fetched; their sets were fetched `LOOKAHEAD - VICTIM_AHEAD` ops earlier.
 const VICTIM_AHEAD: usize = 3;
@@ -286,7 +288,11 @@ struct Thread {
 /// pointer each way), so that the access path reaches it through one load instead of indexing
 /// `threads` (a bounds check and a multiplication) after every call that takes `&mut self`.
 struct Hot {
-    ops: Box<dyn Iterator<Item = Op> + Send>,
+    ops: Box<dyn OpSource>,
+    /// Ops taken from `ops` and not yet pulled: `batch[batch_at..batch_len]`.
+    batch: [Op; BATCH],
+    batch_at: u8,
+    batch_len: u8,
     window: Window,
     last_done: f64,
     accesses: u64,
@@ -307,7 +313,7 @@ struct Hot {
     /// (`next_op` starts fetches only while the thread misses: hits need none, and checking each
     /// access's first level ahead of time would cost the hits more than it saves).
     l1_misses: u8,
-    /// `ops` has returned None.
+    /// `ops` has ended (its `fill` returned 0).
     ops_done: bool,
 }
 
@@ -425,14 +431,12 @@ pub struct Simulator {
 impl Hot {
     /// A thread's hot state before its first op: `ops` to run, `countdown` accesses to its first
     /// hardware sample, `mlp` outstanding accesses at most, none before `start`.
-    fn new(
-        ops: Box<dyn Iterator<Item = Op> + Send>,
-        countdown: u64,
-        mlp: usize,
-        start: f64,
-    ) -> Self {
+    fn new(ops: Box<dyn OpSource>, countdown: u64, mlp: usize, start: f64) -> Self {
         Hot {
             ops,
+            batch: [Op::Compute(0); BATCH],
+            batch_at: 0,
+            batch_len: 0,
             window: Window::new(mlp),
             last_done: start,
             accesses: 0,
@@ -447,6 +451,27 @@ impl Hot {
             l1_misses: 0,
             ops_done: false,
         }
+    }
+
+    /// The thread's next op from its generator (None once it has ended), refilling the batch
+    /// when it is empty.
+    #[inline(always)]
+    fn pull(&mut self) -> Option<Op> {
+        if self.batch_at == self.batch_len {
+            if self.ops_done {
+                return None;
+            }
+            let n = self.ops.fill(&mut self.batch).min(BATCH);
+            self.batch_at = 0;
+            self.batch_len = n as u8;
+            if n == 0 {
+                self.ops_done = true;
+                return None;
+            }
+        }
+        let op = self.batch[usize::from(self.batch_at)];
+        self.batch_at += 1;
+        Some(op)
     }
 }
 
@@ -1155,14 +1180,13 @@ impl Simulator {
             if th.ahead_len == 0 {
                 self.cur_llc = NO_SET;
                 self.cur_page = NO_PAGE;
-                return if th.ops_done { None } else { th.ops.next() };
+                return th.pull();
             }
         }
         // The directory does not change before this returns: its form and layout read once.
         let dp = self.dir.prefetcher::<D>();
-        while fetch && usize::from(th.ahead_len) < LOOKAHEAD && !th.ops_done {
-            let Some(op) = th.ops.next() else {
-                th.ops_done = true;
+        while fetch && usize::from(th.ahead_len) < LOOKAHEAD {
+            let Some(op) = th.pull() else {
                 break;
             };
             let slot = (usize::from(th.ahead_head) + usize::from(th.ahead_len)) % LOOKAHEAD;

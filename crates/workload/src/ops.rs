@@ -186,6 +186,8 @@ impl Ops {
 impl Iterator for Ops {
     type Item = Op;
 
+    // Inlined into the simulator's batch loop (`numaff_sim::OpSource::fill`).
+    #[inline]
     fn next(&mut self) -> Option<Op> {
         if let Some(op) = self.pending.take() {
             return Some(op);
@@ -293,6 +295,9 @@ impl Iterator for Ops {
     }
 }
 
+// Once its steps are done it stays done (`steps.get` keeps returning None).
+impl std::iter::FusedIterator for Ops {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,6 +383,14 @@ mod tests {
         // w = 0 never writes, w = 1 always does.
         assert!((0..1000).all(|i| !writes(i, 0.0) && writes(i, 1.0)));
         assert_eq!(writes_among(1000, 1.0 / 3.0), 333);
+    }
+
+    /// `Ops` promises `FusedIterator` (the simulator relies on no op after the first None).
+    #[test]
+    fn issue4_ops_stay_ended() {
+        let mut ops = Ops::new(vec![Step::sweep(0x1000, 3, 0.5, 0), Step::Barrier]);
+        assert_eq!(ops.by_ref().count(), 3 + 1 + 1);
+        assert!((0..5).all(|_| ops.next().is_none()));
     }
 
     #[test]
