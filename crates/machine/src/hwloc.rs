@@ -129,6 +129,31 @@ const XML_LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30)
 /// from bad input.
 pub const CONVERSION_PANIC: &str = "numaff panicked while converting hwloc's topology";
 
+/// In the XML child: a crash there is expected and reported by the parent, so it ends the child
+/// at once with no core file, whatever handlers the parent installed (a fuzzer's, which wrote a
+/// `crash-*` file per hwloc assert of the child; the Rust runtime's stack-overflow handler).
+fn quiet_crash() {
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: setrlimit reads one valid rlimit; signal only resets dispositions of this process
+    // (the child), which runs no handler of its own. Failures leave the inherited ones: harmless.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        for sig in [
+            libc::SIGABRT,
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGILL,
+            libc::SIGFPE,
+            libc::SIGTRAP,
+        ] {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+}
+
 /// Loads XML in a forked child process and returns its machine through a pipe as machine-file text.
 ///
 /// hwloc 2.9's XML loader crashes on some malformed files (fuzzing found a SIGSEGV in
@@ -173,6 +198,7 @@ fn from_xml_isolated(xml: &str, origin: &str, default_name: &str) -> Result<Mach
         return Err(fail(format!("cannot fork a process to load it in: {err}")));
     }
     if pid == 0 {
+        quiet_crash();
         // Child: convert, write "ok\n<toml>" or "err\n<message>" or "panic", and leave at once.
         // SAFETY: fds[1] is the write end, owned by this process.
         let mut out = unsafe { std::fs::File::from_raw_fd(fds[1]) };
