@@ -245,6 +245,35 @@ fn issue2_xml_that_crashes_hwloc_is_an_error() {
         .stderr(predicate::str::contains("hwloc-crashes-hwloc.xml"));
 }
 
+/// The child that hwloc crashes in dies with the default action and writes no core file, even
+/// where core files are allowed (its crash is expected and reported; before, a fuzzer's handler
+/// inherited by the child wrote a `crash-*` file per crash, and the Rust runtime's SIGSEGV handler
+/// let the kernel dump a core in the working directory).
+#[test]
+fn issue2_the_child_hwloc_crashes_in_leaves_no_core_file() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hwloc-crashes-hwloc.xml"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("numaff");
+    let script = format!(
+        "ulimit -c unlimited 2>/dev/null || ulimit -c 100000 2>/dev/null; exec '{}' topo --from-hwloc '{fixture}'",
+        bin.display()
+    );
+    Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("hwloc crashed (signal"));
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// The demo's mapping example: locality beats the communication-blind compact and scatter.
 #[test]
 fn issue6_demo_shows_locality_beating_compact_and_scatter() {
