@@ -1,9 +1,10 @@
 //! How workloads drive the simulator: per thread, a lazy sequence of [`Op`]s (memory accesses with
 //! the compute before them, and barriers), grouped into processes with a start time and data policy.
 //!
-//! A workload generator is any `Iterator<Item = Op>`; the simulator pulls a few dozen ops at a time
-//! ([`OpSource`]), so a stream of billions of accesses costs no memory. Virtual addresses are per process (two processes
-//! may use the same numbers); page placement follows the process's [`DataPolicy`] at first touch.
+//! A workload generator is any `Iterator<Item = Op>`; the simulator pulls a few dozen ops at a
+//! time ([`OpSource`]), so a stream of billions of accesses costs no memory. Virtual addresses are
+//! per process (two processes may use the same numbers); page placement follows the process's
+//! [`DataPolicy`] at first touch.
 //!
 //! ```
 //! use numaff_sim::{Access, Op, ProcessSpec, ThreadSpec, DataPolicy};
