@@ -85,6 +85,14 @@ fn refusal(name: &str, why: &str) -> (String, u64, Duration) {
     (msg, peak_rss().saturating_sub(before), took)
 }
 
+/// The refused file did not make numaff resident by what it claimed (gigabytes).
+fn assert_small_growth(grown: u64) {
+    assert!(
+        grown < 256 << 20,
+        "peak resident memory grew by {grown} bytes"
+    );
+}
+
 /// Found by fuzzing: parquet 57.3.2 panicked (an `unwrap` in its thrift metadata decoder) on this
 /// file, which numaff's guard turned into an error; parquet 60 rejects it itself. Either way the
 /// error names the file.
@@ -123,10 +131,7 @@ fn issue5_a_page_claiming_more_than_snappy_can_produce_is_an_error_without_the_m
         "corrupt (parquet alone reads its 4,000 rows, after zero-filling 1.9 GB)",
     );
     assert!(msg.contains("more than Snappy can produce"), "{msg}");
-    assert!(
-        grown < 256 << 20,
-        "peak resident memory grew by {grown} bytes"
-    );
+    assert_small_growth(grown);
 }
 
 /// Found by fuzzing the page check: a column chunk whose offset is negative.
@@ -145,10 +150,7 @@ fn issue5_a_column_chunk_at_a_negative_offset_is_an_error() {
 fn issue5_a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_an_error() {
     let (msg, grown, _) = refusal("parquet-dictionary-claims-2gb.parquet", "corrupt");
     assert!(msg.contains("the dictionary page claims"), "{msg}");
-    assert!(
-        grown < 256 << 20,
-        "peak resident memory grew by {grown} bytes"
-    );
+    assert_small_growth(grown);
 }
 
 /// Found by fuzzing the page check: a page header whose list declares a vast number of elements

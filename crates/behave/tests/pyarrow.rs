@@ -1,12 +1,29 @@
 //! Other tools read numaff traces as they are: pyarrow opens a written trace and sees the rows, the
 //! column types and the metadata (scripts/setup.sh installs pyarrow).
 
-use std::process::Command;
+use std::ffi::OsStr;
+use std::process::{Command, Output};
 
 use numaff_behave::parquet_pages::check_pages;
 use numaff_behave::trace::write_trace;
 use numaff_behave::{DataSource, Kind, Sample, TraceMeta};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+
+/// Runs a Python `script` with `arg` as `sys.argv[1]`; it must succeed.
+fn python(script: &str, arg: &OsStr) -> Output {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(arg)
+        .output()
+        .expect("python3 runs (scripts/setup.sh installs it with pyarrow)");
+    assert!(
+        out.status.success(),
+        "pyarrow failed (scripts/setup.sh installs pyarrow): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
 
 const SCRIPT: &str = r#"
 import json, sys
@@ -48,17 +65,7 @@ fn issue5_pyarrow_reads_a_written_trace() {
     };
     meta.thread_names.insert(78, "worker".into());
     write_trace(&path, &meta, &samples).expect("write");
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(SCRIPT)
-        .arg(&path)
-        .output()
-        .expect("python3 runs (scripts/setup.sh installs it with pyarrow)");
-    assert!(
-        out.status.success(),
-        "pyarrow failed (scripts/setup.sh installs pyarrow): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = python(SCRIPT, path.as_os_str());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(
         v["names"],
@@ -127,17 +134,7 @@ for i, (v2, crc, dic, stats, codec) in enumerate([
 #[test]
 fn issue5_numaff_reads_traces_pyarrow_writes_in_every_page_layout() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(WRITE_SCRIPT)
-        .arg(dir.path())
-        .output()
-        .expect("python3 runs (scripts/setup.sh installs it with pyarrow)");
-    assert!(
-        out.status.success(),
-        "pyarrow failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = python(WRITE_SCRIPT, dir.path().as_os_str());
     let paths: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(str::to_string)
