@@ -28,7 +28,7 @@ impl DirEntry {
         &mut self,
         b: usize,
         owner_bits: impl Fn(usize) -> [u64; 2],
-    ) -> (Option<usize>, bool) {
+    ) -> (Option<WriteBack>, bool) {
         self.holders[b / 64] &= !(1 << (b % 64));
         let mut wb = None;
         if let Some(o) = (self.owner as usize).checked_sub(1) {
@@ -36,14 +36,29 @@ impl DirEntry {
             let still = (0..2).any(|w| self.holders[w] & ob[w] != 0);
             if !still {
                 if self.dirty {
-                    wb = Some(o);
+                    wb = Some(WriteBack::Owner(o));
                 }
                 self.owner = 0;
                 self.dirty = false;
             }
+        } else if self.dirty && self.holders == [0, 0] {
+            wb = Some(WriteBack::LastCopy);
+            self.dirty = false;
         }
         (wb, self.holders == [0, 0])
     }
+}
+
+/// A dirty line's data left the caches (`Directory::drop_holder`): it goes back to memory from
+/// its owner's node, or, for a line dirty in a node's caches without an owner (a read of it
+/// from another cache of the node kept it dirty there: `Simulator::coherent`), from the node of
+/// the cache that dropped its last copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteBack {
+    /// The owner, a PU index.
+    Owner(usize),
+    /// The line had no owner; its last holder dropped it.
+    LastCopy,
 }
 
 /// The narrow form: 16 bytes, a 24-byte slot with its key.
@@ -139,7 +154,7 @@ pub(crate) trait Form {
         v: &mut Self::V,
         b: usize,
         owner_bits: impl Fn(usize) -> [u64; 2],
-    ) -> (Option<usize>, bool) {
+    ) -> (Option<WriteBack>, bool) {
         let mut e = Self::unpack(*v);
         let r = e.drop_holder(b, owner_bits);
         *v = Self::pack(e);
@@ -182,7 +197,7 @@ impl Form for PackedForm {
         v: &mut u64,
         b: usize,
         owner_bits: impl Fn(usize) -> [u64; 2],
-    ) -> (Option<usize>, bool) {
+    ) -> (Option<WriteBack>, bool) {
         debug_assert!(
             b < HOLDER_BITS as usize,
             "packed directory given a bit above 47"
@@ -192,10 +207,14 @@ impl Form for PackedForm {
         if let Some(o) = (((x & !DIRTY) >> HOLDER_BITS) as usize).checked_sub(1) {
             if x & HOLDERS & owner_bits(o)[0] == 0 {
                 if x & DIRTY != 0 {
-                    wb = Some(o);
+                    wb = Some(WriteBack::Owner(o));
                 }
                 x &= HOLDERS;
             }
+        } else if x == DIRTY {
+            // No owner, dirty, and no holder left.
+            wb = Some(WriteBack::LastCopy);
+            x = 0;
         }
         *v = x;
         (wb, x & HOLDERS == 0)
@@ -391,8 +410,8 @@ impl Directory {
     /// Clears holder bit `b` of `key`'s entry, if present (a cache whose bit is `b` dropped the
     /// line); if its owner (PU index `o`) then holds it in none of the caches of `owner_bits(o)`,
     /// the entry loses its owner and its dirty bit; if no holder is left, the entry is removed.
-    /// Returns whether the owner was dropped while dirty (its index then) and whether no holder
-    /// was left (the entry removed): what `update` with these steps on a `DirEntry`, then
+    /// Returns the write-back due, if any (the owner dropped while dirty, or the last copy of a
+    /// dirty line without an owner), and whether no holder was left (the entry removed): what `update` with these steps on a `DirEntry`, then
     /// `remove` when empty, would give, with one probe of the table (`LineMap::update_or_remove`;
     /// on the packed form's `u64` in place, `PackedForm::drop_holder`).
     #[inline(always)]
@@ -401,7 +420,7 @@ impl Directory {
         key: u64,
         b: usize,
         owner_bits: impl Fn(usize) -> [u64; 2],
-    ) -> Option<(Option<usize>, bool)> {
+    ) -> Option<(Option<WriteBack>, bool)> {
         F::map_mut(self).update_or_remove(key, |v| F::drop_holder(v, b, owner_bits))
     }
 
@@ -444,7 +463,7 @@ impl Directory {
         key: u64,
         b: usize,
         owner_bits: impl Fn(usize) -> [u64; 2],
-    ) -> Option<(Option<usize>, bool)> {
+    ) -> Option<(Option<WriteBack>, bool)> {
         any_form!(self, drop_holder(key, b, owner_bits))
     }
     fn remove_any(&mut self, key: u64) {
@@ -547,7 +566,10 @@ mod tests {
                 "owner kept while it holds the line"
             );
             d.insert_any(7, e);
-            assert_eq!(d.drop_holder_any(7, 3, bits), Some((Some(4), false)));
+            assert_eq!(
+                d.drop_holder_any(7, 3, bits),
+                Some((Some(WriteBack::Owner(4)), false))
+            );
             let g = d.get_any(7).map(|e| (e.holders, e.owner, e.dirty));
             assert_eq!(
                 g,
@@ -564,6 +586,19 @@ mod tests {
             assert_eq!(d.len(), 1);
             assert_eq!(d.drop_holder_any(7, 10, bits), None, "removed line");
             assert!(d.get_any(9).is_some(), "other entry kept");
+            // Dirty without an owner (kept dirty within a node by a transfer): written back
+            // when its last holder drops it, not before.
+            let shared = DirEntry { owner: 0, ..e };
+            d.insert_any(11, shared);
+            assert_eq!(d.drop_holder_any(11, 3, bits), Some((None, false)));
+            let g = d.get_any(11).map(|e| (e.holders, e.owner, e.dirty));
+            assert_eq!(g, Some(([1 << 10, 0], 0, true)), "still dirty");
+            assert_eq!(
+                d.drop_holder_any(11, 10, bits),
+                Some((Some(WriteBack::LastCopy), true)),
+                "the last copy of a dirty line"
+            );
+            assert!(d.get_any(11).is_none());
         }
     }
 

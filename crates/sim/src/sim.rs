@@ -19,7 +19,9 @@ use numaff_machine::{CacheKind, CpuSet, Machine};
 
 use crate::cache::{Evicted, SetAssoc, EXCLUSIVE, MODIFIED, MODIFIED_OUTER, SHARED};
 use crate::config::{defaults, SimConfig};
-use crate::dir::{DirEntry, Directory, Form, FormKind, NarrowForm, PackedForm, WideForm};
+use crate::dir::{
+    DirEntry, Directory, Form, FormKind, NarrowForm, PackedForm, WideForm, WriteBack,
+};
 use crate::fabric::{later, Fabric, LINE};
 use crate::linemap::Prefetcher;
 use crate::pages::{Page, PageTable, SOLE_SHARED};
@@ -1750,11 +1752,18 @@ impl Simulator {
             ];
             o != p && any(and_not(held, path_bits))
         });
+        // The node of the cache that sends a dirty line this path does not hold: its owner's,
+        // or for a dirty line without an owner (kept dirty in its node's caches by a read from
+        // that node, below) one of its holders'.
+        let supplier = match owner_other {
+            Some(o) if e.dirty => Some(self.pus[o].node),
+            None if e.dirty && e.owner == 0 && hit.is_none() => self.holder_node(e.holders),
+            _ => None,
+        };
         let mut stall = 0.0;
         let mut lat;
-        match (owner_other, e.dirty) {
-            (Some(o), true) => {
-                let on = self.pus[o].node;
+        match supplier {
+            Some(on) => {
                 lat = if on == node {
                     self.cfg.c2c_local_ns
                 } else {
@@ -1765,11 +1774,17 @@ impl Simulator {
                 if hit.is_none() {
                     self.stats.llc_misses += 1;
                 }
-                if !write {
+                // A read from another node takes a clean copy and the line goes back to memory
+                // on the way (MESIF: shared copies are clean). Within a node it stays dirty in
+                // the node's caches, as an inclusive L3 keeps it on Intel: no write to memory
+                // until its last copy leaves (`WriteBack::LastCopy`). Before 2026-11-27 every
+                // such read was written back, which made threads sharing written data on one
+                // node send their memory controller a write per transfer.
+                if !write && on != node {
                     self.writeback(key, on, t);
                 }
             }
-            _ => match hit {
+            None => match hit {
                 Some(pos) => lat = cx.lat(pos, &self.pus),
                 None => {
                     self.stats.llc_misses += 1;
@@ -1829,8 +1844,10 @@ impl Simulator {
                     self.caches[k].cache.set_state(key, SHARED);
                 }
                 ne.owner = 0;
-                ne.dirty = false;
             }
+            // Clean once sent to another node; dirty still when sent within one (no owner then,
+            // unless this path alone holds the line, below).
+            ne.dirty = e.dirty && supplier.is_none_or(|on| on == node);
             let alone = !any(others);
             upto = hit.unwrap_or(cx.path_len);
             for (h, f) in ne.holders.iter_mut().zip(self.filled_bits(cx, upto)) {
@@ -1872,6 +1889,14 @@ impl Simulator {
             }
         }
         (lat, stall)
+    }
+
+    /// The node of a cache whose directory bit is among `holders` (the first such), if any.
+    fn holder_node(&self, holders: [u64; 2]) -> Option<usize> {
+        let (w, &word) = holders.iter().enumerate().find(|(_, &h)| h != 0)?;
+        let b = w * 64 + word.trailing_zeros() as usize;
+        let k = *self.tracked.get(b)?;
+        Some(self.caches[k].node)
     }
 
     /// Whether the page of `key` is private to `cx`'s domain (`private_lines`), taking it if no
@@ -2107,7 +2132,7 @@ impl Simulator {
                 c1.remove(ev.line());
             }
             match ev.state() {
-                SHARED => self.evicted_bit::<D, G>(f.b2, ev.line(), t),
+                SHARED => self.evicted_bit::<D, G>(f.l2, f.b2, ev.line(), t),
                 MODIFIED => self.private_victim2(f, ev.line(), t),
                 // Clean, or dirty in the third level as well: nothing to do.
                 _ => {}
@@ -2125,7 +2150,7 @@ impl Simulator {
         };
         if let Some(ev) = ev {
             match ev.state() {
-                SHARED => self.evicted_bit::<D, G>(f.b3, ev.line(), t),
+                SHARED => self.evicted_bit::<D, G>(f.l3, f.b3, ev.line(), t),
                 MODIFIED => self.private_victim3(f, ev.line(), t),
                 _ => {}
             }
@@ -2165,19 +2190,21 @@ impl Simulator {
             self.caches[inner].cache.remove(line);
         }
         let Some(b) = self.caches[k].bit else { return };
-        self.evicted_bit::<D, G>(b, line, t);
+        self.evicted_bit::<D, G>(k, b, line, t);
     }
 
-    /// The directory's part of `evicted`: `line` left a cache whose directory bit is `b`.
+    /// The directory's part of `evicted`: `line` left cache `k`, whose directory bit is `b`.
     #[inline(always)]
-    fn evicted_bit<D: Form, G: Geom>(&mut self, b: usize, line: u64, t: f64) {
+    fn evicted_bit<D: Form, G: Geom>(&mut self, k: usize, b: usize, line: u64, t: f64) {
         let pus = &self.pus;
         // The entry is removed in the same probe when no holder is left.
         let Some((wb, _)) = self.dir.drop_holder::<D>(line, b, |o| pus[o].path_bits) else {
             return;
         };
-        if let Some(o) = wb {
-            self.writeback(line, self.pus[o].node, t);
+        match wb {
+            Some(WriteBack::Owner(o)) => self.writeback(line, self.pus[o].node, t),
+            Some(WriteBack::LastCopy) => self.writeback(line, self.caches[k].node, t),
+            None => {}
         }
     }
 
@@ -2654,6 +2681,7 @@ mod tests {
                     }
                 }
                 let mut private = 0;
+                let mut shared_dirty = 0;
                 for &line in &lines {
                     if let Some(d) = sim.private_domain(line) {
                         private += 1;
@@ -2680,13 +2708,19 @@ mod tests {
                         }
                     }
                     let e = sim.coherence_entry(line).unwrap();
-                    // An owner holds the line in a cache of its path; a dirty line has one.
+                    // An owner holds the line in a cache of its path; a dirty line without
+                    // one (a transfer within a node kept it dirty) is held on one node only.
                     if let Some(o) = (e.owner as usize).checked_sub(1) {
                         let bits = sim.pus[o].path_bits;
                         let held = (e.holders[0] & bits[0]) | (e.holders[1] & bits[1]) != 0;
                         assert!(held, "{name}: {line:#x}'s owner {o} holds it nowhere");
-                    } else {
-                        assert!(!e.dirty, "{name}: {line:#x} dirty without an owner");
+                    } else if e.dirty {
+                        let nodes: std::collections::BTreeSet<usize> = (0..sim.tracked.len())
+                            .filter(|&b| e.holders[b / 64] >> (b % 64) & 1 == 1)
+                            .map(|b| sim.caches[sim.tracked[b]].node)
+                            .collect();
+                        assert_eq!(nodes.len(), 1, "{name}: {line:#x} dirty on {nodes:?}");
+                        shared_dirty += 1;
                     }
                     for (b, &k) in sim.tracked.iter().enumerate() {
                         if e.holders[b / 64] >> (b % 64) & 1 == 1 {
@@ -2705,6 +2739,8 @@ mod tests {
                     // The private lines were exercised: each thread's own region (threads the
                     // os scheduler moves share theirs with the domains they move to).
                     assert!(private > 1000, "{name}: {private} private lines");
+                    // And lines written on one core and read on another of the node.
+                    assert!(shared_dirty > 0, "{name}: no line dirty without an owner");
                 }
                 checked += 1;
             }

@@ -225,3 +225,86 @@ fn issue4_a_private_dirty_line_leaving_the_shared_l3_keeps_its_dirty_bit_in_the_
     assert_eq!(dir_with, 0);
     assert!(dir_without > 0);
 }
+
+/// Threads on the given cpus, each running its ops, in one first-touch process on laso-hpl, every
+/// access sampled with its latency.
+fn run_on(threads: &[(u32, Vec<Op>)]) -> (Report, Vec<Sample>) {
+    let m = catalog::load("laso-hpl").unwrap();
+    let cfg = SimConfig {
+        hw_sampling: Some(HwSampling::every_access()),
+        first_touch_samples: false,
+        ..SimConfig::default()
+    };
+    let mut sim = Simulator::new(&m, cfg);
+    let mut spec = ProcessSpec::new("pc", DataPolicy::FirstTouch);
+    for (i, (cpu, ops)) in threads.iter().enumerate() {
+        spec = spec.thread(ThreadSpec::new(
+            format!("t{i}"),
+            *cpu,
+            ops.clone().into_iter(),
+        ));
+    }
+    sim.spawn(spec).unwrap();
+    let r = sim.run();
+    let mut s = Vec::new();
+    sim.drain_samples(&mut s).unwrap();
+    (r, s)
+}
+
+/// Regression (issue 4, 2026-11-27): a read of a line dirty in another core's caches on the same
+/// node is a 45 ns transfer and the line stays dirty in the node's caches (an inclusive L3 takes
+/// it on Intel): no write to memory. Every such read was written back before, so threads sharing
+/// written data on one node sent their controller a write per transfer. Core 0 writes `X`; core 1
+/// (node 0) reads it: a transfer, no writeback. Core 2 (node 0) then reads it from the shared L3
+/// (40 cycles), no transfer. Core 10 (node 1) reads it: a transfer across the nodes, and the line
+/// goes back to memory then (MESIF: copies shared across nodes are clean). The old model gave one
+/// transfer and one writeback at core 1's read.
+#[test]
+fn issue4_a_line_read_within_its_node_stays_dirty_there_until_it_leaves_the_node() {
+    let w = Op::Access(Access::write(X));
+    let r = Op::Access(Access::read(X));
+    let b = Op::Barrier;
+    let (rep, s) = run_on(&[(0, vec![w, b]), (1, vec![b, r])]);
+    assert_eq!(latencies_of(&s, 1), vec![45.0]);
+    assert_eq!((rep.c2c_transfers, rep.writebacks), (1, 0), "{rep:?}");
+    let (rep, s) = run_on(&[
+        (0, vec![w, b, b, b]),
+        (1, vec![b, r, b, b]),
+        (2, vec![b, b, r, b]),
+        (10, vec![b, b, b, r]),
+    ]);
+    assert_eq!(latencies_of(&s, 1), vec![45.0]);
+    assert_eq!(latencies_of(&s, 2), vec![40.0 * 1e3 / 2100.0], "an L3 hit");
+    assert_eq!(latencies_of(&s, 10), vec![254.9], "Table 2a's 1 -> 0");
+    assert_eq!(
+        (rep.c2c_transfers, rep.c2c_remote, rep.writebacks),
+        (2, 1, 1),
+        "{rep:?}"
+    );
+}
+
+/// The dirty line of a transfer within a node is written back once, when its last copy leaves:
+/// core 0 writes `X`, core 1 reads it (no writeback), then core 1 reads 24 lines of `X`'s L3 set
+/// (pushing it out of its L1, L2 and the shared L3) and core 0 eight lines of its L1 and L2 sets
+/// in other L3 sets (out of core 0's caches): one writeback, not none (the data is not lost) and
+/// not two. Without those pushes, none.
+#[test]
+fn issue4_a_dirty_line_shared_within_a_node_is_written_back_once_when_it_leaves() {
+    let read = |a: u64| Op::Access(Access::read(a));
+    let b = Op::Barrier;
+    let l3_mates = (1..=24).map(|i| read(X + i * L3_SETS * 64));
+    let l2_mates = (1..=8).map(|k| read(X + k * 512 * 64));
+    let a: Vec<Op> = [Op::Access(Access::write(X)), b, b]
+        .into_iter()
+        .chain(l2_mates)
+        .collect();
+    let c: Vec<Op> = [b, read(X)]
+        .into_iter()
+        .chain(l3_mates)
+        .chain([b])
+        .collect();
+    let (rep, _) = run_on(&[(0, a.clone()), (1, c.clone())]);
+    assert_eq!((rep.c2c_transfers, rep.writebacks), (1, 1), "{rep:?}");
+    let (rep, _) = run_on(&[(0, a[..3].to_vec()), (1, c[..2].to_vec())]);
+    assert_eq!((rep.c2c_transfers, rep.writebacks), (1, 0), "{rep:?}");
+}
