@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use numaff_engine::{AccessKind, Environment, Sample};
+mod common;
+
+use numaff_engine::{AccessKind, Sample};
 use numaff_machine::catalog;
 use numaff_sim::{
     Access, DataPolicy, HwSampling, Op, ProcessSpec, Report, SimConfig, Simulator, ThreadSpec,
@@ -13,21 +15,27 @@ const X: u64 = 0x1000_0040;
 
 /// Thread 0 on cpu 0 runs `a`, thread 1 on `cpu_b` runs `b`; every access is sampled with its latency.
 fn run(cpu_b: u32, a: Vec<Op>, b: Vec<Op>) -> (Report, Vec<Sample>) {
+    run_on(&[(0, a), (cpu_b, b)])
+}
+
+/// Threads on the given cpus, each running its ops, in one first-touch process on laso-hpl, every
+/// access sampled with its latency.
+fn run_on(threads: &[(u32, Vec<Op>)]) -> (Report, Vec<Sample>) {
     let m = catalog::load("laso-hpl").unwrap();
     let cfg = SimConfig {
         hw_sampling: Some(HwSampling::every_access()),
         first_touch_samples: false,
         ..SimConfig::default()
     };
-    let mut sim = Simulator::new(&m, cfg);
-    let spec = ProcessSpec::new("pc", DataPolicy::FirstTouch)
-        .thread(ThreadSpec::new("a", 0, a.into_iter()))
-        .thread(ThreadSpec::new("b", cpu_b, b.into_iter()));
-    sim.spawn(spec).unwrap();
-    let r = sim.run();
-    let mut s = Vec::new();
-    sim.drain_samples(&mut s).unwrap();
-    (r, s)
+    let mut spec = ProcessSpec::new("pc", DataPolicy::FirstTouch);
+    for (i, (cpu, ops)) in threads.iter().enumerate() {
+        spec = spec.thread(ThreadSpec::new(
+            format!("t{i}"),
+            *cpu,
+            ops.clone().into_iter(),
+        ));
+    }
+    common::run_sampled(&mut Simulator::new(&m, cfg), spec)
 }
 
 fn latencies_of(s: &[Sample], cpu: u32) -> Vec<f64> {
@@ -224,31 +232,6 @@ fn issue4_a_private_dirty_line_leaving_the_shared_l3_keeps_its_dirty_bit_in_the_
     // Nothing was shared: with private lines the directory stayed empty.
     assert_eq!(dir_with, 0);
     assert!(dir_without > 0);
-}
-
-/// Threads on the given cpus, each running its ops, in one first-touch process on laso-hpl, every
-/// access sampled with its latency.
-fn run_on(threads: &[(u32, Vec<Op>)]) -> (Report, Vec<Sample>) {
-    let m = catalog::load("laso-hpl").unwrap();
-    let cfg = SimConfig {
-        hw_sampling: Some(HwSampling::every_access()),
-        first_touch_samples: false,
-        ..SimConfig::default()
-    };
-    let mut sim = Simulator::new(&m, cfg);
-    let mut spec = ProcessSpec::new("pc", DataPolicy::FirstTouch);
-    for (i, (cpu, ops)) in threads.iter().enumerate() {
-        spec = spec.thread(ThreadSpec::new(
-            format!("t{i}"),
-            *cpu,
-            ops.clone().into_iter(),
-        ));
-    }
-    sim.spawn(spec).unwrap();
-    let r = sim.run();
-    let mut s = Vec::new();
-    sim.drain_samples(&mut s).unwrap();
-    (r, s)
 }
 
 /// Regression (issue 4, 2026-11-27): a read of a line dirty in another core's caches on the same

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use numaff_machine::catalog;
 use numaff_sim::{measure, SimConfig};
 
@@ -187,11 +189,7 @@ fn mixed(seed: u64) -> (Report, Vec<Sample>) {
         });
         spec = spec.thread(ThreadSpec::new(format!("w{k}"), k * 5, ops));
     }
-    sim.spawn(spec).unwrap();
-    let r = sim.run();
-    let mut s = Vec::new();
-    sim.drain_samples(&mut s).unwrap();
-    (r, s)
+    common::run_sampled(&mut sim, spec)
 }
 
 #[test]

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use numaff_engine::{AccessKind, Environment, PageMoveFailure, Sample, TaskId};
 use numaff_machine::{catalog, CpuSet};
 use numaff_sim::{
@@ -24,12 +26,7 @@ fn pages_reader(cpu: u32, bytes: u64, sweeps: u64) -> ThreadSpec {
 
 fn run_with_samples(cfg: SimConfig, spec: ProcessSpec) -> (Report, Vec<Sample>) {
     let m = catalog::load("kmaf-sim-4x2").unwrap();
-    let mut sim = Simulator::new(&m, cfg);
-    sim.spawn(spec).unwrap();
-    let r = sim.run();
-    let mut s = Vec::new();
-    sim.drain_samples(&mut s).unwrap();
-    (r, s)
+    common::run_sampled(&mut Simulator::new(&m, cfg), spec)
 }
 
 #[test]
