@@ -855,7 +855,9 @@ fn cmd_eperm(_o: &Opts) -> R<()> {
     let (mut child, stdin, lines) = spawn(&args, Some(65534))?;
     drop(stdin);
     let status = child.wait().map_err(e2s)?;
-    for line in lines.try_iter() {
+    // Every line, up to the end of its output: `try_iter` took only those the reader thread had
+    // passed on when the child was reaped, and lost its last line (`own=`) once in CI.
+    for line in lines.iter() {
         println!("eperm.{line}");
     }
     out("eperm.child_exit", status.code().unwrap_or(-1));
@@ -1072,7 +1074,8 @@ fn stress_run(seed: u64, n: usize, max_ms: u64) -> R<String> {
             mover_end = mover_loop(wpid, &addrs, false, seed, &stop);
             killer.join().map_err(|_| "killer panicked".to_string())?;
             let _ = writer.wait();
-            lines.extend(wlines.try_iter());
+            // To the end of its output (the reader thread may still hold its last lines).
+            lines.extend(wlines.iter());
         }
         _ => {
             // numaff dies: a mover process (move_pages, or migrate_pages in mode 2) is killed, then
@@ -1106,7 +1109,9 @@ fn stress_run(seed: u64, n: usize, max_ms: u64) -> R<String> {
             // SIGKILL takes effect when the mover's current syscall returns: a whole-process
             // migrate_pages is not cut short.
             let kill_ms = tk.elapsed().as_millis();
-            let ended: Vec<String> = mlines.try_iter().collect();
+            // To the end of its output, as above: a `mover_end=` not yet passed on would read
+            // as a kill.
+            let ended: Vec<String> = mlines.iter().collect();
             mover_end = match ended.iter().find_map(|l| l.strip_prefix("mover_end=")) {
                 Some(e) => format!("ended before the kill: {e}"),
                 None => format!("killed ({st}) after {kill_ms} ms"),
