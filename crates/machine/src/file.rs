@@ -29,7 +29,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::cpuset::CpuSet;
 use crate::error::{FieldProblem, MachineError, Result};
-use crate::model::{Cache, CacheKind, Core, Interconnect, Machine, Matrix, Node, Package};
+use crate::model::{
+    Cache, CacheKind, Coherence, Core, Interconnect, Machine, Matrix, Node, Package,
+};
 use crate::validate;
 
 /// A byte count written as an integer or as text with a binary unit ("32 KiB", "2.5 MiB", "16G").
@@ -158,6 +160,8 @@ struct MachineFile {
     page_size: Option<Size>,
     #[serde(skip_serializing_if = "Option::is_none")]
     frequency_mhz: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coherence: Option<Coherence>,
     #[serde(skip_serializing_if = "Option::is_none")]
     distances: Option<Vec<Vec<i64>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -293,6 +297,7 @@ fn to_model(f: MachineFile) -> std::result::Result<Machine, Vec<FieldProblem>> {
     m.assumptions = f.assumptions;
     m.page_size = f.page_size.map_or(4096, |s| s.0);
     m.frequency_mhz = f.frequency_mhz;
+    m.coherence = f.coherence;
     for (i, n) in f.nodes.into_iter().enumerate() {
         let memory_bytes = match n.memory {
             Some(s) => s.0,
@@ -452,6 +457,7 @@ fn from_model(m: &Machine) -> MachineFile {
         assumptions: m.assumptions.clone(),
         page_size: Some(Size(m.page_size)),
         frequency_mhz: m.frequency_mhz,
+        coherence: m.coherence,
         distances: m.distances.as_ref().map(|d| {
             d.iter()
                 .map(|r| r.iter().map(|&v| i64::from(v)).collect())

@@ -15,7 +15,7 @@ use hwlocality::Topology;
 
 use crate::cpuset::CpuSet;
 use crate::error::{MachineError, Result};
-use crate::model::{Cache, CacheKind, Core, Machine, Matrix, Node, Package};
+use crate::model::{Cache, CacheKind, Coherence, Core, Machine, Matrix, Node, Package};
 
 /// An example synthetic description, for error messages.
 const SYNTHETIC_EXAMPLE: &str = "pack:2 numa:1(memory=64GiB) l3:1(size=32MiB) core:8 pu:2";
@@ -48,6 +48,8 @@ const MIB_PER_S_IN_MB_PER_S: f64 = 1.048_576;
 ///   hwloc gives bandwidth in MiB/s (2^20 bytes/s); numaff stores MB/s (10^6 bytes/s), so values are
 ///   multiplied by 1.048576.
 /// - `frequency_mhz`: the largest FrequencyMaxMHz (else FrequencyBaseMHz) of the cpu kinds.
+/// - `coherence`: from the packages' CPUVendor (`Coherence::of_vendor`: MOESI for AMD, MESIF
+///   for Intel) when every package that names one names the same.
 pub fn discover() -> Result<Machine> {
     let action = "discover this machine";
     let topology = builder(action)?.build().map_err(|e| {
@@ -565,6 +567,7 @@ fn to_machine(topology: &Topology) -> Result<Machine> {
         &mut m.assumptions,
     );
     m.frequency_mhz = frequency(topology);
+    m.coherence = coherence(topology);
     m.description = topology
         .objects_with_type(ObjectType::Package)
         .find_map(|p| p.info("CPUModel"))
@@ -710,6 +713,20 @@ fn frequency(topology: &Topology) -> Option<f64> {
         }
     }
     best
+}
+
+/// The coherence protocol of the packages' vendor, if every package that names a vendor names
+/// the same known one.
+fn coherence(topology: &Topology) -> Option<Coherence> {
+    let mut vendors = topology
+        .objects_with_type(ObjectType::Package)
+        .filter_map(|p| p.info("CPUVendor"))
+        .map(text);
+    let first = vendors.next()?;
+    if vendors.any(|v| v != first) {
+        return None;
+    }
+    Coherence::of_vendor(&first)
 }
 
 /// The levels of a synthetic description: split at spaces outside parentheses.

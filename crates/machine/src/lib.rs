@@ -17,8 +17,8 @@ pub mod validate;
 pub use cpuset::CpuSet;
 pub use error::{FieldProblem, MachineError, Result};
 pub use model::{
-    Cache, CacheKind, Core, FactorSource, Interconnect, Machine, Matrix, Node, NumaFactor, Package,
-    Summary,
+    Cache, CacheKind, Coherence, Core, FactorSource, Interconnect, Machine, Matrix, Node,
+    NumaFactor, Package, Summary,
 };
 
 use std::io::Write;

@@ -27,6 +27,10 @@ pub struct Machine {
     pub page_size: u64,
     /// Nominal core frequency in MHz, where known.
     pub frequency_mhz: Option<f64>,
+    /// The processors' cache-coherence protocol, where known (the simulator takes MESIF's rule
+    /// when it is not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coherence: Option<Coherence>,
     /// NUMA nodes, sorted by id. A node may have memory but no cpus (e.g. KNL MCDRAM).
     pub nodes: Vec<Node>,
     /// Packages (sockets), sorted by id.
@@ -41,6 +45,74 @@ pub struct Machine {
     pub bandwidth_mbps: Option<Matrix<f64>>,
     /// The links between nodes, where known.
     pub interconnect: Option<Interconnect>,
+}
+
+/// A cache-coherence protocol, by what it does with a line that is dirty in one cache when
+/// another cache reads it: the one difference between them that numaff's simulator models
+/// (crates/sim, `Simulator::coherent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Coherence {
+    /// MESI (Itanium 2 on SGI's NUMAlink directory, the older Xeons): the dirty copy goes back to
+    /// memory on the way and both copies are then clean.
+    #[serde(rename = "MESI", alias = "mesi")]
+    Mesi,
+    /// MESIF (Intel since Nehalem): as MESI between nodes; within a node the inclusive L3 keeps
+    /// the line dirty until its last copy leaves (the F state forwards clean lines, which the
+    /// simulator does not model: a clean line comes from memory).
+    #[serde(rename = "MESIF", alias = "mesif")]
+    Mesif,
+    /// MOESI (AMD since the Opteron): the dirty copy becomes Owned and serves later reads from
+    /// any node; memory is written when that copy leaves its caches, not at the transfer.
+    #[serde(rename = "MOESI", alias = "moesi")]
+    Moesi,
+}
+
+impl Coherence {
+    /// The protocol's usual name (`MOESI`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Coherence::Mesi => "MESI",
+            Coherence::Mesif => "MESIF",
+            Coherence::Moesi => "MOESI",
+        }
+    }
+
+    /// Every protocol, in the order of their names' list in messages.
+    pub const ALL: [Coherence; 3] = [Coherence::Mesi, Coherence::Mesif, Coherence::Moesi];
+
+    /// The protocol of a cpu vendor as the kernel and hwloc spell it (`CPUVendor`, `vendor_id`
+    /// of /proc/cpuinfo): MOESI for AMD and Hygon, MESIF for Intel, none for the others.
+    pub fn of_vendor(vendor: &str) -> Option<Self> {
+        match vendor.trim() {
+            "AuthenticAMD" | "HygonGenuine" => Some(Coherence::Moesi),
+            "GenuineIntel" => Some(Coherence::Mesif),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Coherence {
+    type Err = String;
+
+    /// A protocol's name, in any case (`moesi`, `MESIF`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Coherence::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Coherence::ALL.iter().map(|c| c.name()).collect();
+                format!(
+                    "unknown coherence protocol {s:?}; expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for Coherence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A NUMA node: a memory and the PUs closest to it.
@@ -159,6 +231,7 @@ impl Machine {
             assumptions: Vec::new(),
             page_size: 4096,
             frequency_mhz: None,
+            coherence: None,
             nodes: Vec::new(),
             packages: Vec::new(),
             caches: Vec::new(),

@@ -37,6 +37,9 @@ pub fn header(m: &Machine) -> String {
     if let Some(f) = m.frequency_mhz {
         let _ = write!(out, ", {f} MHz");
     }
+    if let Some(c) = m.coherence {
+        let _ = write!(out, ", {} coherence", c.name());
+    }
     out.push('\n');
     if let Some(d) = &m.description {
         let _ = writeln!(out, "  {d}");

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cpuset::CpuSet;
 use crate::error::{MachineError, Result};
-use crate::model::{Cache, CacheKind, Core, Machine, Matrix, Node, Package};
+use crate::model::{Cache, CacheKind, Coherence, Core, Machine, Matrix, Node, Package};
 
 /// The running machine from /sys and /proc, with the page size from the system.
 pub fn discover() -> Result<Machine> {
@@ -32,8 +32,9 @@ pub(crate) fn system_page_size() -> u64 {
 /// - `sys/devices/system/node/node*/{cpulist,meminfo,distance}`; a kernel without NUMA support has no
 ///   such directory: the machine is then one node 0 with every online cpu and `proc/meminfo`'s
 ///   MemTotal;
-/// - `proc/sys/kernel/hostname` for the name (else the root's directory name) and `proc/cpuinfo`'s
-///   model name for the description, when present.
+/// - `proc/sys/kernel/hostname` for the name (else the root's directory name), `proc/cpuinfo`'s
+///   model name for the description and its vendor_id for the coherence protocol
+///   (`Coherence::of_vendor`), when present.
 ///
 /// Offline cpus are left out, and so is the distance matrix of a single node (as hwloc does). The
 /// page size is not in sysfs: it stays 4 KiB ([`discover`] asks the system). Cache ways: the kernel
@@ -50,6 +51,7 @@ pub fn discover_from(root: &Path) -> Result<Machine> {
     let mut m = Machine::new(machine_name(&fs, root));
     m.source = Some(origin.clone());
     m.description = model_name(&fs);
+    m.coherence = cpuinfo_field(&fs, "vendor_id").and_then(|v| Coherence::of_vendor(&v));
 
     let cpu_dir = "sys/devices/system/cpu";
     let online = fs.cpulist(&format!("{cpu_dir}/online"))?;
@@ -330,12 +332,17 @@ fn machine_name(fs: &Tree<'_>, root: &Path) -> String {
 }
 
 fn model_name(fs: &Tree<'_>) -> Option<String> {
+    cpuinfo_field(fs, "model name")
+}
+
+/// The first non-empty value of `key` in `proc/cpuinfo`, if the file is there.
+fn cpuinfo_field(fs: &Tree<'_>, key: &str) -> Option<String> {
     let cpuinfo = fs.read_opt("proc/cpuinfo").ok().flatten()?;
     cpuinfo
         .lines()
         .find_map(|l| {
-            let (key, value) = l.split_once(':')?;
-            (key.trim() == "model name").then(|| value.trim().to_string())
+            let (k, value) = l.split_once(':')?;
+            (k.trim() == key).then(|| value.trim().to_string())
         })
         .filter(|s| !s.is_empty())
 }

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use numaff_machine::{sysfs, CpuSet, Machine, MachineError};
+use numaff_machine::{sysfs, Coherence, CpuSet, Machine, MachineError};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -107,6 +107,8 @@ fn check_4node_shape(m: &Machine) {
     );
     assert_eq!(m.distance(1, 2), Some(22));
     assert_eq!(m.frequency_mhz, Some(3000.0));
+    // Both fixtures name the vendor AuthenticAMD (cpuid, as hwloc and /proc/cpuinfo give it).
+    assert_eq!(m.coherence, Some(Coherence::Moesi));
 }
 
 #[test]
@@ -116,7 +118,27 @@ fn issue2_sysfs_2node_fixture() {
     assert_eq!(m.name, "sysfs-2node");
     assert!(m.source.as_deref().unwrap().starts_with("sysfs at "));
     assert_eq!(m.frequency_mhz, None);
+    assert_eq!(m.coherence, None, "no proc/cpuinfo");
     assert!(m.assumptions.is_empty(), "{:?}", m.assumptions);
+}
+
+/// The coherence protocol follows /proc/cpuinfo's vendor_id: MOESI for AMD, MESIF for Intel,
+/// nothing for a vendor numaff does not know.
+#[test]
+fn issue4_sysfs_coherence_follows_the_cpu_vendor() {
+    for (vendor, expected) in [
+        ("GenuineIntel", Some(Coherence::Mesif)),
+        ("AuthenticAMD", Some(Coherence::Moesi)),
+        ("HygonGenuine", Some(Coherence::Moesi)),
+        ("CentaurHauls", None),
+    ] {
+        let dir = copy_tree("sysfs-2node");
+        let info = format!("processor\t: 0\nvendor_id\t: {vendor}\nmodel name\t: a cpu\n");
+        std::fs::write(dir.path().join("proc/cpuinfo"), info).unwrap();
+        let m = sysfs::discover_from(dir.path()).unwrap();
+        assert_eq!(m.coherence, expected, "{vendor}");
+        assert_eq!(m.description.as_deref(), Some("a cpu"));
+    }
 }
 
 #[test]
@@ -343,6 +365,25 @@ mod hwloc {
         let f = m.numa_factor().unwrap();
         assert_eq!(f.source, numaff_machine::FactorSource::Latency);
         assert!((f.min - 140.0 / 90.0).abs() < 1e-9 && (f.max - 145.0 / 92.0).abs() < 1e-9);
+    }
+
+    /// hwloc's CPUVendor gives the protocol when every package names the same vendor.
+    #[test]
+    fn issue4_hwloc_coherence_follows_the_packages_vendor() {
+        let text = std::fs::read_to_string(fixture("hwloc-4node.xml")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let load = |xml: String| {
+            let path = dir.path().join("m.xml");
+            std::fs::write(&path, xml).unwrap();
+            hwloc::from_xml_file(&path).unwrap().coherence
+        };
+        assert_eq!(load(text.clone()), Some(Coherence::Moesi));
+        assert_eq!(
+            load(text.replace("AuthenticAMD", "GenuineIntel")),
+            Some(Coherence::Mesif)
+        );
+        assert_eq!(load(text.replacen("AuthenticAMD", "GenuineIntel", 1)), None);
+        assert_eq!(xml("hwloc-2node.xml").coherence, None);
     }
 
     #[test]
