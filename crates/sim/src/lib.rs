@@ -26,5 +26,5 @@ pub use config::{EnergyModel, HwSampling, InducedFaults, OsScheduler, SimConfig}
 pub use measure::{measure, Measurement};
 pub use report::{Report, ThreadReport};
 pub use sched::os_placement;
-pub use sim::{Simulator, MAX_PROCESSES};
+pub use sim::{simulated_coherence, Simulator, MAX_PROCESSES};
 pub use stream::{Access, DataPolicy, Op, OpSource, ProcessSpec, ThreadSpec};

@@ -15,7 +15,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use numaff_engine::{AccessKind, Sample, TaskId};
-use numaff_machine::{CacheKind, CpuSet, Machine};
+use numaff_machine::{CacheKind, Coherence, CpuSet, Machine};
 
 use crate::cache::{Evicted, SetAssoc, EXCLUSIVE, MODIFIED, MODIFIED_OUTER, SHARED};
 use crate::config::{defaults, SimConfig};
@@ -374,6 +374,12 @@ struct Stats {
     samples: u64,
 }
 
+/// The coherence protocol the simulator applies on `machine`: its own, or MESIF's rule where
+/// the machine names none (`Simulator::writes_back` says what each does).
+pub fn simulated_coherence(machine: &Machine) -> Coherence {
+    machine.coherence.unwrap_or(Coherence::Mesif)
+}
+
 /// A simulated NUMA machine running simulated programs. Build it with [`Simulator::new`], add
 /// programs with [`Simulator::spawn`], then [`Simulator::run`] to the end (or drive it step by step
 /// through [`numaff_engine::Environment`]).
@@ -428,6 +434,9 @@ pub struct Simulator {
     /// A PU joined the runnable ones (`enqueue`) since `run_until` last computed a horizon: the
     /// PU running must stop, so that the next horizon counts the PUs woken (issue 4).
     woke: bool,
+    /// The machine's protocol (`Machine::coherence`; MESIF where it says none): what a read of
+    /// a line dirty in another cache does to memory and to the owner (`coherent`).
+    coherence: Coherence,
 }
 
 impl Hot {
@@ -634,6 +643,7 @@ impl Simulator {
                 .fold(0usize, usize::saturating_add),
         );
         Simulator {
+            coherence: simulated_coherence(machine),
             machine: machine.clone(),
             rng: Rng::new(cfg.seed),
             cfg,
@@ -1755,11 +1765,22 @@ impl Simulator {
         // The node of the cache that sends a dirty line this path does not hold: its owner's,
         // or for a dirty line without an owner (kept dirty in its node's caches by a read from
         // that node, below) one of its holders'.
+        // An access that hits a level outside the owner's path finds a current copy there: the
+        // owner has not written since that level got it (a write invalidates every copy outside
+        // its path). Only MOESI's Owned lines (dirty, shared) get there: a read is a hit, a
+        // write an upgrade that waits for its invalidations only, as for a clean shared line.
+        let owned_hit = e.dirty
+            && owner_other.is_some_and(|o| {
+                hit.is_some_and(|pos| !self.pus[o].path.contains(&self.pus[p].path[pos]))
+            });
         let supplier = match owner_other {
-            Some(o) if e.dirty => Some(self.pus[o].node),
+            Some(o) if e.dirty && !owned_hit => Some(self.pus[o].node),
             None if e.dirty && e.owner == 0 && hit.is_none() => self.holder_node(e.holders),
             _ => None,
         };
+        // A read of a line dirty elsewhere writes it back to memory and leaves every copy
+        // clean (MESI; MESIF across nodes), or leaves it dirty (MESIF within a node; MOESI).
+        let cleaned = !write && supplier.is_some_and(|on| self.writes_back(on, node));
         let mut stall = 0.0;
         let mut lat;
         match supplier {
@@ -1774,13 +1795,10 @@ impl Simulator {
                 if hit.is_none() {
                     self.stats.llc_misses += 1;
                 }
-                // A read from another node takes a clean copy and the line goes back to memory
-                // on the way (MESIF: shared copies are clean). Within a node it stays dirty in
-                // the node's caches, as an inclusive L3 keeps it on Intel: no write to memory
-                // until its last copy leaves (`WriteBack::LastCopy`). Before 2026-11-27 every
-                // such read was written back, which made threads sharing written data on one
-                // node send their memory controller a write per transfer.
-                if !write && on != node {
+                // Before 2026-11-27 every such read was written back, whatever the protocol,
+                // which made threads sharing written data on one node send their memory
+                // controller a write per transfer.
+                if cleaned {
                     self.writeback(key, on, t);
                 }
             }
@@ -1826,7 +1844,7 @@ impl Simulator {
                     }
                 }
             }
-            if hit.is_some() && owner_other.is_none() {
+            if hit.is_some() && (owner_other.is_none() || owned_hit) {
                 lat = later(lat, far);
             }
             upto = hit.unwrap_or(cx.path_len).max(1);
@@ -1843,11 +1861,14 @@ impl Simulator {
                 if let Some(&k) = self.pus[o].path.first() {
                     self.caches[k].cache.set_state(key, SHARED);
                 }
-                ne.owner = 0;
+                // MOESI's owner keeps the dirty line (Owned) and its write-back; otherwise a
+                // line still dirty has no owner (unless this path alone holds it, below) and
+                // goes back to memory with its last copy (`WriteBack::LastCopy`).
+                if !(self.coherence == Coherence::Moesi && e.dirty) {
+                    ne.owner = 0;
+                }
             }
-            // Clean once sent to another node; dirty still when sent within one (no owner then,
-            // unless this path alone holds the line, below).
-            ne.dirty = e.dirty && supplier.is_none_or(|on| on == node);
+            ne.dirty = e.dirty && !cleaned;
             let alone = !any(others);
             upto = hit.unwrap_or(cx.path_len);
             for (h, f) in ne.holders.iter_mut().zip(self.filled_bits(cx, upto)) {
@@ -1889,6 +1910,25 @@ impl Simulator {
             }
         }
         (lat, stall)
+    }
+
+    /// Whether a read from `node` of a line dirty in a cache of node `on` writes the line back
+    /// to memory, leaving every copy clean: the one rule by which the protocols differ here.
+    /// - MESI (Itanium 2 on SGI's NUMAlink): always; on the bus the memory takes the data
+    ///   with the reader (an implicit write-back), and the directory's sharing write-back
+    ///   does the same between nodes.
+    /// - MESIF (Intel): between nodes (copies shared across them are clean); within a node
+    ///   the inclusive L3 takes the line from the owning core and keeps it dirty until its
+    ///   last copy leaves.
+    /// - MOESI (AMD): never; the owner's copy becomes Owned, serves later readers wherever
+    ///   they are, and is written back when it leaves.
+    #[inline]
+    fn writes_back(&self, on: usize, node: usize) -> bool {
+        match self.coherence {
+            Coherence::Mesi => true,
+            Coherence::Mesif => on != node,
+            Coherence::Moesi => false,
+        }
     }
 
     /// The node of a cache whose directory bit is among `holders` (the first such), if any.
@@ -2682,6 +2722,7 @@ mod tests {
                 }
                 let mut private = 0;
                 let mut shared_dirty = 0;
+                let mut owned_across = 0;
                 for &line in &lines {
                     if let Some(d) = sim.private_domain(line) {
                         private += 1;
@@ -2708,17 +2749,25 @@ mod tests {
                         }
                     }
                     let e = sim.coherence_entry(line).unwrap();
-                    // An owner holds the line in a cache of its path; a dirty line without
-                    // one (a transfer within a node kept it dirty) is held on one node only.
+                    let nodes: std::collections::BTreeSet<usize> = (0..sim.tracked.len())
+                        .filter(|&b| e.holders[b / 64] >> (b % 64) & 1 == 1)
+                        .map(|b| sim.caches[sim.tracked[b]].node)
+                        .collect();
+                    let moesi = sim.coherence == Coherence::Moesi;
+                    // An owner holds the line in a cache of its path. A dirty line is held on
+                    // one node only (a read from another node wrote it back), but under MOESI,
+                    // whose owner keeps it dirty (Owned) for readers anywhere; and only MESIF
+                    // keeps a line dirty without an owner (a transfer within a node).
                     if let Some(o) = (e.owner as usize).checked_sub(1) {
                         let bits = sim.pus[o].path_bits;
                         let held = (e.holders[0] & bits[0]) | (e.holders[1] & bits[1]) != 0;
                         assert!(held, "{name}: {line:#x}'s owner {o} holds it nowhere");
+                        if e.dirty && nodes.len() > 1 {
+                            assert!(moesi, "{name}: {line:#x} dirty on {nodes:?}");
+                            owned_across += 1;
+                        }
                     } else if e.dirty {
-                        let nodes: std::collections::BTreeSet<usize> = (0..sim.tracked.len())
-                            .filter(|&b| e.holders[b / 64] >> (b % 64) & 1 == 1)
-                            .map(|b| sim.caches[sim.tracked[b]].node)
-                            .collect();
+                        assert_eq!(sim.coherence, Coherence::Mesif, "{name}: {line:#x}");
                         assert_eq!(nodes.len(), 1, "{name}: {line:#x} dirty on {nodes:?}");
                         shared_dirty += 1;
                     }
@@ -2741,6 +2790,10 @@ mod tests {
                     assert!(private > 1000, "{name}: {private} private lines");
                     // And lines written on one core and read on another of the node.
                     assert!(shared_dirty > 0, "{name}: no line dirty without an owner");
+                }
+                if name == "kmaf-opteron" && !general && os.is_none() {
+                    // MOESI: lines written on one node and read on another.
+                    assert!(owned_across > 0, "{name}: no owned line read elsewhere");
                 }
                 checked += 1;
             }

@@ -6,7 +6,7 @@
 mod common;
 
 use numaff_engine::{AccessKind, Sample};
-use numaff_machine::catalog;
+use numaff_machine::{catalog, Coherence, Machine};
 use numaff_sim::{
     Access, DataPolicy, HwSampling, Op, ProcessSpec, Report, SimConfig, Simulator, ThreadSpec,
 };
@@ -21,7 +21,11 @@ fn run(cpu_b: u32, a: Vec<Op>, b: Vec<Op>) -> (Report, Vec<Sample>) {
 /// Threads on the given cpus, each running its ops, in one first-touch process on laso-hpl, every
 /// access sampled with its latency.
 fn run_on(threads: &[(u32, Vec<Op>)]) -> (Report, Vec<Sample>) {
-    let m = catalog::load("laso-hpl").unwrap();
+    run_with(&catalog::load("laso-hpl").unwrap(), threads)
+}
+
+/// `run_on` on machine `m`.
+fn run_with(m: &Machine, threads: &[(u32, Vec<Op>)]) -> (Report, Vec<Sample>) {
     let cfg = SimConfig {
         hw_sampling: Some(HwSampling::every_access()),
         first_touch_samples: false,
@@ -35,7 +39,7 @@ fn run_on(threads: &[(u32, Vec<Op>)]) -> (Report, Vec<Sample>) {
             ops.clone().into_iter(),
         ));
     }
-    common::run_sampled(&mut Simulator::new(&m, cfg), spec)
+    common::run_sampled(&mut Simulator::new(m, cfg), spec)
 }
 
 fn latencies_of(s: &[Sample], cpu: u32) -> Vec<f64> {
@@ -111,6 +115,8 @@ fn issue4_sixteen_processes_hit_their_caches_and_a_seventeenth_is_refused() {
 /// laso-hpl's caches: 64 L1 sets, 512 L2 sets (both 8-way), 20,480 L3 sets (20-way). A line key is
 /// the address / 64, its set the key modulo the set count.
 const L3_SETS: u64 = 20_480;
+/// laso-hpl's L3 hit: 40 cycles at 2.1 GHz.
+const L3_HIT_NS: f64 = 40.0 * 1e3 / 2100.0;
 
 /// Thread a (cpu 0) leaves `X` dirty in its L2 only, after the L3 dropped it, then evicts it from
 /// the L2. Steps: write `X`; 24 rounds of a new line of `X`'s L3 set (so also of its L1 and L2
@@ -167,7 +173,7 @@ fn issue4_a_dirty_line_in_a_shared_cache_is_a_hit_there() {
     a.extend((1..=8).map(|k| Op::Access(Access::read(X + k * 512 * 64))));
     a.push(Op::Barrier);
     let (rep, s) = run(1, a, vec![Op::Barrier, Op::Access(Access::read(X))]);
-    assert_eq!(latencies_of(&s, 1), vec![40.0 * 1e3 / 2100.0]);
+    assert_eq!(latencies_of(&s, 1), vec![L3_HIT_NS]);
     assert_eq!((rep.c2c_transfers, rep.writebacks), (0, 0));
 }
 
@@ -257,7 +263,7 @@ fn issue4_a_line_read_within_its_node_stays_dirty_there_until_it_leaves_the_node
         (10, vec![b, b, b, r]),
     ]);
     assert_eq!(latencies_of(&s, 1), vec![45.0]);
-    assert_eq!(latencies_of(&s, 2), vec![40.0 * 1e3 / 2100.0], "an L3 hit");
+    assert_eq!(latencies_of(&s, 2), vec![L3_HIT_NS], "an L3 hit");
     assert_eq!(latencies_of(&s, 10), vec![254.9], "Table 2a's 1 -> 0");
     assert_eq!(
         (rep.c2c_transfers, rep.c2c_remote, rep.writebacks),
@@ -290,4 +296,136 @@ fn issue4_a_dirty_line_shared_within_a_node_is_written_back_once_when_it_leaves(
     assert_eq!((rep.c2c_transfers, rep.writebacks), (1, 1), "{rep:?}");
     let (rep, _) = run_on(&[(0, a[..3].to_vec()), (1, c[..2].to_vec())]);
     assert_eq!((rep.c2c_transfers, rep.writebacks), (1, 0), "{rep:?}");
+}
+
+/// laso-hpl with another coherence protocol: the same caches, latencies and links.
+fn laso_hpl_with(c: Coherence) -> Machine {
+    let mut m = catalog::load("laso-hpl").unwrap();
+    assert_eq!(
+        m.coherence,
+        Some(Coherence::Mesif),
+        "the catalog's laso-hpl"
+    );
+    m.coherence = Some(c);
+    m
+}
+
+/// Core 0 (node 0) writes `X`; core 10 (node 1) reads it, then core 11 (node 1) and core 20 (node
+/// 2); then (if
+/// `evict`) core 0 reads 24 lines of `X`'s L3 set (out of its L1, L2 and node 0's L3); then core 30
+/// (node 3) reads it.
+fn owned_then_evicted(evict: bool) -> Vec<(u32, Vec<Op>)> {
+    let read = |a: u64| Op::Access(Access::read(a));
+    let b = Op::Barrier;
+    let l3_mates = (1..=24).map(|i| read(X + i * L3_SETS * 64));
+    let writer: Vec<Op> = [Op::Access(Access::write(X)), b, b, b]
+        .into_iter()
+        .chain(l3_mates.take(if evict { 24 } else { 0 }))
+        .chain([b])
+        .collect();
+    vec![
+        (0, writer),
+        (10, vec![b, read(X), b, b, b]),
+        (11, vec![b, b, read(X), b, b]),
+        (20, vec![b, b, read(X), b, b]),
+        (30, vec![b, b, b, b, read(X)]),
+    ]
+}
+
+/// MOESI (AMD): a read of a line dirty on another node leaves the owner's copy dirty (Owned), no
+/// write to memory; later readers on other nodes are served by that owner too (transfers from
+/// node 0, at Table 2a's latencies), but a reader whose L3 got a copy from that owner hits there;
+/// memory is written once, when the owner's copy leaves, and
+/// a reader after that reads memory (at the same latency, but no transfer). Under MESIF (the
+/// catalog's laso-hpl) the first transfer writes the line back and the later readers read
+/// memory.
+#[test]
+fn issue4_under_moesi_a_dirty_line_read_from_other_nodes_stays_owned_until_it_leaves() {
+    let m = laso_hpl_with(Coherence::Moesi);
+    let lat = m.latency_ns.clone().unwrap();
+    let (rep, s) = run_with(&m, &owned_then_evicted(false));
+    assert_eq!(latencies_of(&s, 10), vec![lat[1][0]]);
+    assert_eq!(
+        latencies_of(&s, 11),
+        vec![L3_HIT_NS],
+        "node 1's L3 holds a current copy"
+    );
+    assert_eq!(latencies_of(&s, 20), vec![lat[2][0]], "from node 0's owner");
+    assert_eq!(latencies_of(&s, 30), vec![lat[3][0]], "from node 0's owner");
+    assert_eq!(
+        (rep.c2c_transfers, rep.c2c_remote, rep.writebacks),
+        (3, 3, 0),
+        "{rep:?}"
+    );
+    let (rep, s) = run_with(&m, &owned_then_evicted(true));
+    assert_eq!(
+        latencies_of(&s, 30),
+        vec![lat[3][0]],
+        "from node 0's memory"
+    );
+    assert_eq!(
+        (rep.c2c_transfers, rep.c2c_remote, rep.writebacks),
+        (2, 2, 1),
+        "{rep:?}"
+    );
+
+    let mesif = catalog::load("laso-hpl").unwrap();
+    let (rep, _) = run_with(&mesif, &owned_then_evicted(false));
+    assert_eq!(
+        (rep.c2c_transfers, rep.c2c_remote, rep.writebacks),
+        (1, 1, 1),
+        "MESIF: {rep:?}"
+    );
+}
+
+/// MOESI: a sharer that writes the line it holds (a current copy: the owner has not written
+/// since) upgrades it, waiting for the owner's copy on node 0 to be invalidated (Table 2a's
+/// 1 -> 0 latency), without a second transfer or more link traffic than MESIF, where the line
+/// is clean by then; the writer becomes the owner and nothing is written back.
+#[test]
+fn issue4_under_moesi_a_sharer_writing_its_current_copy_is_an_upgrade_not_a_transfer() {
+    let w = Op::Access(Access::write(X));
+    let r = Op::Access(Access::read(X));
+    let b = Op::Barrier;
+    let ops = [(0, vec![w, b]), (10, vec![b, r, w])];
+    let m = laso_hpl_with(Coherence::Moesi);
+    let lat = m.latency_ns.clone().unwrap();
+    let (rep, s) = run_with(&m, &ops);
+    assert_eq!(latencies_of(&s, 10), vec![lat[1][0], lat[1][0]]);
+    assert_eq!(
+        (rep.c2c_transfers, rep.c2c_remote, rep.writebacks),
+        (1, 1, 0),
+        "{rep:?}"
+    );
+    let (mesif, _) = run_on(&ops);
+    assert_eq!((mesif.c2c_transfers, mesif.writebacks), (1, 1), "{mesif:?}");
+    assert_eq!(rep.interconnect_bytes, mesif.interconnect_bytes);
+}
+
+/// MESI (Itanium 2 on NUMAlink): every read of a dirty line from another cache writes it back,
+/// within a node too, where MESIF keeps it dirty in the node's caches.
+#[test]
+fn issue4_under_mesi_every_transfer_of_a_dirty_line_writes_it_back() {
+    let w = Op::Access(Access::write(X));
+    let r = Op::Access(Access::read(X));
+    let b = Op::Barrier;
+    let within = [(0, vec![w, b]), (1, vec![b, r])];
+    let (rep, s) = run_with(&laso_hpl_with(Coherence::Mesi), &within);
+    assert_eq!(latencies_of(&s, 1), vec![45.0]);
+    assert_eq!((rep.c2c_transfers, rep.writebacks), (1, 1), "{rep:?}");
+    let (rep, _) = run_on(&within);
+    assert_eq!(
+        (rep.c2c_transfers, rep.writebacks),
+        (1, 0),
+        "MESIF: {rep:?}"
+    );
+    // A second reader on the node finds the line clean in the shared L3 either way; a reader on
+    // node 1 then reads memory (no transfer) under MESI.
+    let across = [(0, vec![w, b, b]), (1, vec![b, r, b]), (10, vec![b, b, r])];
+    let (rep, _) = run_with(&laso_hpl_with(Coherence::Mesi), &across);
+    assert_eq!(
+        (rep.c2c_transfers, rep.c2c_remote, rep.writebacks),
+        (1, 0, 1),
+        "{rep:?}"
+    );
 }
