@@ -10,8 +10,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use numaff_machine::spec;
-use numaff_sim::{measure, Report, SimConfig};
+use numaff_machine::{spec, Coherence, Machine};
+use numaff_sim::{measure, simulated_coherence, Report, SimConfig};
 use numaff_workload::{catalog, DataChoice, RunOptions, ThreadPolicy};
 
 #[derive(Args)]
@@ -48,6 +48,13 @@ pub struct SimArgs {
     /// `huge_pages = true` in a workload file's `[[program]]`).
     #[arg(long)]
     huge_pages: bool,
+    /// Simulate the machine with this cache-coherence protocol instead of its own: MESI (a
+    /// dirty line read from another cache goes back to memory), MESIF (Intel: the same between
+    /// nodes, kept dirty in the node's L3 within one) or MOESI (AMD: the dirty copy becomes
+    /// Owned and serves later readers; memory is written when it leaves). A machine that names
+    /// none (`coherence` in its file) is simulated with MESIF's rule.
+    #[arg(long, value_name = "PROTOCOL", conflicts_with = "list_workloads")]
+    coherence: Option<Coherence>,
     /// Seed (random placement, os scheduler moves, samplers).
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
@@ -77,6 +84,7 @@ struct RunJson<'a> {
     workload: &'a str,
     threads: &'a str,
     data: &'a str,
+    coherence: &'a str,
     seed: u64,
     makespan_ns: u64,
     accesses: u64,
@@ -110,7 +118,11 @@ pub fn run(args: &SimArgs) -> Result<()> {
         .machine
         .as_deref()
         .ok_or_else(|| anyhow!("--machine is required"))?;
-    let machine = spec::resolve(mspec).with_context(|| format!("cannot load machine {mspec:?}"))?;
+    let mut machine =
+        spec::resolve(mspec).with_context(|| format!("cannot load machine {mspec:?}"))?;
+    if let Some(c) = args.coherence {
+        machine.coherence = Some(c);
+    }
     if args.measure {
         return print_measure(&machine, args);
     }
@@ -216,7 +228,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     let runs: Vec<RunJson> = seeds
         .iter()
         .zip(&reports)
-        .map(|(&seed, report)| run_json(&machine.name, &workload.name, args, seed, report))
+        .map(|(&seed, report)| run_json(&machine, &workload.name, args, seed, report))
         .collect();
     match (args.json, &runs[..]) {
         (true, [one]) => println!("{}", serde_json::to_string_pretty(one)?),
@@ -226,6 +238,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
                 workload: &workload.name,
                 threads: &args.threads,
                 data: &args.data,
+                coherence: simulated_coherence(&machine).name(),
                 seeds: &seeds,
                 summary: summary(&reports)
                     .into_iter()
@@ -235,27 +248,28 @@ pub fn run(args: &SimArgs) -> Result<()> {
             };
             println!("{}", serde_json::to_string_pretty(&j)?);
         }
-        (false, [_]) => print!("{}", text(&machine.name, &workload.name, args, &reports[0])),
+        (false, [_]) => print!("{}", text(&machine, &workload.name, args, &reports[0])),
         (false, _) => print!(
             "{}",
-            seeds_text(&machine.name, &workload.name, args, &seeds, &reports)
+            seeds_text(&machine, &workload.name, args, &seeds, &reports)
         ),
     }
     Ok(())
 }
 
 fn run_json<'a>(
-    machine: &'a str,
+    machine: &'a Machine,
     workload: &'a str,
     args: &'a SimArgs,
     seed: u64,
     report: &'a Report,
 ) -> RunJson<'a> {
     RunJson {
-        machine,
+        machine: &machine.name,
         workload,
         threads: &args.threads,
         data: &args.data,
+        coherence: simulated_coherence(machine).name(),
         seed,
         makespan_ns: report.makespan_ns,
         accesses: report.accesses,
@@ -281,6 +295,7 @@ struct SeedsJson<'a> {
     workload: &'a str,
     threads: &'a str,
     data: &'a str,
+    coherence: &'a str,
     seeds: &'a [u64],
     summary: std::collections::BTreeMap<&'static str, Spread>,
     runs: Vec<RunJson<'a>>,
@@ -358,7 +373,7 @@ fn summary(reports: &[Report]) -> Vec<Figure> {
 }
 
 fn seeds_text(
-    machine: &str,
+    machine: &Machine,
     workload: &str,
     args: &SimArgs,
     seeds: &[u64],
@@ -368,9 +383,11 @@ fn seeds_text(
     let (first, last) = (seeds[0], seeds[seeds.len() - 1]);
     let _ = writeln!(
         s,
-        "{workload} on {machine}: threads {}, data {}, seeds {first}-{last} ({} runs)",
+        "{workload} on {}: threads {}, data {}, coherence {}, seeds {first}-{last} ({} runs)",
+        machine.name,
         args.threads,
         args.data,
+        simulated_coherence(machine),
         seeds.len()
     );
     let _ = writeln!(
@@ -412,7 +429,7 @@ fn seeds_text(
     s
 }
 
-fn text(machine: &str, workload: &str, args: &SimArgs, r: &Report) -> String {
+fn text(machine: &Machine, workload: &str, args: &SimArgs, r: &Report) -> String {
     let mut s = String::new();
     let pct = |a: u64, b: u64| {
         if b == 0 {
@@ -424,8 +441,12 @@ fn text(machine: &str, workload: &str, args: &SimArgs, r: &Report) -> String {
     let mem = r.local_accesses + r.remote_accesses;
     let _ = writeln!(
         s,
-        "{workload} on {machine}: threads {}, data {}, seed {}",
-        args.threads, args.data, args.seed
+        "{workload} on {}: threads {}, data {}, coherence {}, seed {}",
+        machine.name,
+        args.threads,
+        args.data,
+        simulated_coherence(machine),
+        args.seed
     );
     let _ = writeln!(
         s,

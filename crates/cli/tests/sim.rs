@@ -365,3 +365,45 @@ fn issue4_sim_refuses_a_workload_too_long_to_hold() {
         .failure()
         .stderr(predicate::str::contains("workload long: about"));
 }
+
+/// `--coherence` simulates the machine with another protocol: kmaf-opteron is MOESI (its file),
+/// where nas-sp's halo lines read across the nodes stay Owned (no write to memory while the
+/// small run's lines stay cached); under MESIF each such read writes the line back. A machine
+/// without a protocol (kmaf-sim-4x2) runs MESIF's rule. A bad name is refused with the list.
+#[test]
+fn issue4_sim_coherence_flag_overrides_the_machines_protocol() {
+    let run = |machine: &str, extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--machine",
+            machine,
+            "--workload",
+            "nas-sp",
+            "--scale",
+            "0.25",
+            "--threads",
+            "scatter",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let own = run("kmaf-opteron", &[]);
+    let mesif = run("kmaf-opteron", &["--coherence", "mesif"]);
+    assert_eq!(own["coherence"], "MOESI");
+    assert_eq!(mesif["coherence"], "MESIF");
+    let writebacks = |v: &serde_json::Value| v["report"]["writebacks"].as_u64().unwrap();
+    let transfers = own["c2c_transfers"].as_u64().unwrap();
+    assert!(transfers > 0, "{own}");
+    assert_eq!(writebacks(&own), 0, "{own}");
+    assert!(writebacks(&mesif) >= transfers, "{mesif}");
+    assert_eq!(run("kmaf-sim-4x2", &[])["coherence"], "MESIF");
+    numaff()
+        .args(["sim", "--machine", "kmaf-opteron", "--workload", "nas-sp"])
+        .args(["--coherence", "MOSI"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "unknown coherence protocol \"MOSI\"; expected one of MESI, MESIF, MOESI",
+        ));
+}
