@@ -52,12 +52,20 @@ pub(crate) fn later(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Busy intervals a queue remembers before its latest one (`Queue::older`). Under load its
-/// intervals merge into few, so this covers far more than the skew between requests; a request
-/// older than the oldest one kept is taken at the forgotten history's end (`Queue::floor`).
-/// 1,024 gave the same suite figures as 64 (nas-dc, parsec-streamcluster and nas-sp on
-/// kmaf-sim-4x2, 2026-11-27); 16 changed two of `simcheck`'s ten runs by up to 0.3 %.
+/// Busy intervals a queue remembers before its latest one (`Queue::older`) at first. A full
+/// history forgets its oldest interval only when that one ended more than twice the queue's
+/// `reach` (the furthest any line has yet arrived before the latest interval's start) before
+/// the newest arrival; otherwise it grows, up to `MAX_HISTORY`. So a queue fed in time order
+/// keeps 64 intervals (a small ring, written as it turns), and one fed far out of order keeps
+/// what its late lines need. A request older than the oldest one kept is taken at the forgotten
+/// history's end (`Queue::floor`) and counted (`Report::queue_past_history`). Before 2026-11-28
+/// the history was 64 intervals, always: too few where PUs ran far apart on busy links (22 of
+/// 240 suite runs had lines taken so, up to 22,758 in a run; crates/sim/README.md, "Queues
+/// remember longer").
 const HISTORY: usize = 64;
+
+/// The most busy intervals a queue remembers (1 MiB of them).
+const MAX_HISTORY: usize = 1 << 16;
 
 /// One queue of the fabric (a memory controller or a directed link): the time to serve a line and
 /// the intervals it is busy. Requests reach a queue out of time order (hardware threads are
@@ -84,6 +92,12 @@ struct Queue {
     /// The busy intervals before `last`, oldest first: sorted and disjoint (touching ones merge),
     /// each a whole number of service times long.
     older: History,
+    /// Lines that arrived before `floor` (taken at it: a wait the time-ordered FIFO may not
+    /// have had); `Fabric::past_history` sums them for the report.
+    past_history: u64,
+    /// The furthest a line has yet arrived before the latest busy interval's start, ns: the
+    /// history keeps the intervals that end within twice this of the newest arrival.
+    reach: f64,
 }
 
 /// What one line's passage through a queue did.
@@ -104,7 +118,15 @@ impl Queue {
             last: (0.0, 0.0),
             floor: 0.0,
             older: History::default(),
+            past_history: 0,
+            reach: 0.0,
         }
+    }
+
+    /// Intervals ending before this may be forgotten when the history is full (`History`).
+    #[inline(always)]
+    fn keep_after(&self, newest: f64) -> f64 {
+        newest - 2.0 * self.reach
     }
 
     /// A line arriving at `t`.
@@ -117,7 +139,8 @@ impl Queue {
         // At or after the latest busy interval's start (the common case, in time order): behind
         // its lines, or alone after it. (`floor` is before `a`: nothing to clamp.)
         let start = if t > b {
-            self.floor = later(self.floor, self.older.push(self.last));
+            let keep = self.keep_after(t);
+            self.floor = later(self.floor, self.older.push(self.last, keep));
             self.last.0 = t;
             t
         } else {
@@ -136,6 +159,8 @@ impl Queue {
     fn occupy_earlier(&mut self, t: f64) -> Occupied {
         let s = self.service;
         let (a, b) = self.last;
+        self.reach = later(self.reach, a - t);
+        let keep = self.keep_after(a);
         let n = self.older.len;
         let before = if n > 0 {
             self.older.get(n - 1)
@@ -149,7 +174,7 @@ impl Queue {
                 if joins_left {
                     self.older.set(n - 1, (before.0, t + s));
                 } else {
-                    self.floor = later(self.floor, self.older.push((t, t + s)));
+                    self.floor = later(self.floor, self.older.push((t, t + s), keep));
                 }
                 return Occupied {
                     arrival: t,
@@ -172,15 +197,16 @@ impl Queue {
             };
         }
         // All intervals in `older` while this runs; the latest goes back to `last` at the end.
-        self.floor = later(self.floor, self.older.push(self.last));
+        self.floor = later(self.floor, self.older.push(self.last, keep));
+        self.past_history += u64::from(t < self.floor);
         let t = later(t, self.floor);
-        let o = self.insert(t);
+        let o = self.insert(t, keep);
         self.last = self.older.pop();
         o
     }
 
     /// Serves a line arriving at `t`, before the start of `older`'s last interval.
-    fn insert(&mut self, t: f64) -> Occupied {
+    fn insert(&mut self, t: f64, keep: f64) -> Occupied {
         let s = self.service;
         let busy = &mut self.older;
         let mut pushed = 0.0;
@@ -218,7 +244,9 @@ impl Queue {
                     }
                     (true, false) => busy.set(i - 1, (busy.get(i - 1).0, t + s)),
                     (false, true) => busy.set(i, (t, b)),
-                    (false, false) => self.floor = later(self.floor, busy.insert(i, (t, t + s))),
+                    (false, false) => {
+                        self.floor = later(self.floor, busy.insert(i, (t, t + s), keep));
+                    }
                 }
                 return Occupied {
                     arrival: t,
@@ -262,23 +290,23 @@ impl Queue {
     }
 }
 
-/// A queue's busy intervals before its latest one, oldest first, in a ring of `HISTORY`. It starts
-/// full of empty intervals at time 0 (which no line can be before, and whose lines number 0), so
-/// that adding the newest is one write that forgets the oldest; merges leave it shorter until new
-/// intervals fill it again.
+/// A queue's busy intervals before its latest one, oldest first, in a ring of `HISTORY` at first
+/// (a power of two, doubled when it must grow). It starts full of empty intervals at time 0
+/// (which no line can be before, and whose lines number 0), so that adding the newest is one
+/// write that forgets the oldest; merges leave it shorter until new intervals fill it again.
 #[derive(Debug, Clone)]
 struct History {
-    ring: [(f64, f64); HISTORY],
+    ring: Vec<(f64, f64)>,
     /// Where the oldest is.
     head: usize,
-    /// Intervals held, at most `HISTORY`.
+    /// Intervals held, at most `ring.len()`.
     len: usize,
 }
 
 impl Default for History {
     fn default() -> Self {
         History {
-            ring: [(0.0, 0.0); HISTORY],
+            ring: vec![(0.0, 0.0); HISTORY],
             head: 0,
             len: HISTORY,
         }
@@ -287,7 +315,7 @@ impl Default for History {
 
 impl History {
     fn slot(&self, i: usize) -> usize {
-        (self.head + i) % HISTORY
+        (self.head + i) & (self.ring.len() - 1)
     }
 
     /// The `i`-th interval, oldest first (`i < len`).
@@ -300,15 +328,36 @@ impl History {
         self.ring[k] = v;
     }
 
-    /// Adds the newest interval; when full, the oldest is forgotten. Returns the end of the
-    /// interval forgotten (0 when none), which the queue's `floor` moves to.
+    /// Whether a full history makes room by forgetting its oldest interval (it ended before
+    /// `keep`, or the history is as long as it gets) rather than by growing.
     #[inline(always)]
-    fn push(&mut self, v: (f64, f64)) -> f64 {
-        if self.len == HISTORY {
+    fn forgets(&self, keep: f64) -> bool {
+        self.ring[self.head].1 < keep || self.ring.len() == MAX_HISTORY
+    }
+
+    /// Twice the room, the intervals in order from slot 0.
+    #[inline(never)]
+    fn grow(&mut self) {
+        let mut ring = Vec::with_capacity(2 * self.ring.len());
+        ring.extend((0..self.len).map(|i| self.get(i)));
+        ring.resize(2 * self.ring.len(), (0.0, 0.0));
+        self.ring = ring;
+        self.head = 0;
+    }
+
+    /// Adds the newest interval; when full, the oldest is forgotten if it ended before `keep`
+    /// (`forgets`), else the history grows. Returns the end of the interval forgotten (0 when
+    /// none), which the queue's `floor` moves to.
+    #[inline(always)]
+    fn push(&mut self, v: (f64, f64), keep: f64) -> f64 {
+        if self.len == self.ring.len() && !self.forgets(keep) {
+            self.grow();
+        }
+        if self.len == self.ring.len() {
             let k = self.head;
             let gone = self.ring[k].1;
             self.ring[k] = v;
-            self.head = (k + 1) % HISTORY;
+            self.head = (k + 1) & (self.ring.len() - 1);
             gone
         } else {
             let k = self.slot(self.len);
@@ -325,17 +374,20 @@ impl History {
     }
 
     /// Puts `v` at position `i`, moving the later ones up; when full, the oldest is forgotten
-    /// first (or `v` itself, when it would be the oldest). Returns the end of the interval
-    /// forgotten (0 when none).
-    fn insert(&mut self, i: usize, v: (f64, f64)) -> f64 {
+    /// first (or `v` itself, when it would be the oldest), or the history grows (as `push`).
+    /// Returns the end of the interval forgotten (0 when none).
+    fn insert(&mut self, i: usize, v: (f64, f64), keep: f64) -> f64 {
         let mut i = i;
         let mut gone = 0.0;
-        if self.len == HISTORY {
+        if self.len == self.ring.len() && !self.forgets(keep) {
+            self.grow();
+        }
+        if self.len == self.ring.len() {
             if i == 0 {
                 return v.1;
             }
             gone = self.ring[self.head].1;
-            self.head = (self.head + 1) % HISTORY;
+            self.head = (self.head + 1) & (self.ring.len() - 1);
             self.len -= 1;
             i -= 1;
         }
@@ -541,6 +593,17 @@ impl Fabric {
     pub fn read(&mut self, t: f64, i: usize, j: usize) -> f64 {
         let wait = self.occupy_mc(t, j);
         wait + self.occupy_route(t + wait, j, i) + self.lat[i * self.n + j]
+    }
+
+    /// Lines that reached a controller or link earlier than the busy intervals it remembers
+    /// (`HISTORY`) and were taken at the end of the forgotten ones: 0 when every queue was
+    /// the time-ordered FIFO.
+    pub fn past_history(&self) -> u64 {
+        self.mcs
+            .iter()
+            .chain(&self.links)
+            .map(|q| q.past_history)
+            .sum()
     }
 
     /// Occupies controller `j` for one line from `t`; returns the wait.
@@ -775,21 +838,58 @@ mod tests {
 
     #[test]
     fn issue4_a_line_older_than_the_history_arrives_at_its_end() {
-        // HISTORY + 2 separate lines, 10 ns apart: the history keeps HISTORY intervals before the
-        // latest, so the first, [0, 1), is forgotten; a line out of order puts the latest into the
-        // history too, and [10, 11) goes as well. A line from 0.5 is taken at 11, the forgotten
-        // history's end, and waits for nothing known there.
+        // HISTORY + 2 separate lines, 10 ns apart, in time order: the history keeps HISTORY
+        // intervals before the latest (nothing came late: it does not grow), so the first, [0, 1),
+        // is forgotten. A line from 0.5 is taken at 1, the forgotten history's end, counted, and
+        // waits for nothing known there; the history now keeps the intervals it would otherwise
+        // forget to make room for the latest one (it grows).
         let mut q = Queue::new(1.0);
         for i in 0..=HISTORY + 1 {
             q.occupy(10.0 * i as f64);
         }
         assert_eq!(q.floor, 1.0);
+        assert_eq!(q.past_history, 0);
         let o = q.occupy(0.5);
-        assert_eq!((o.arrival, o.start, o.pushed), (11.0, 11.0, 0.0));
-        assert!(q.floor >= 11.0);
+        assert_eq!((o.arrival, o.start, o.pushed), (1.0, 1.0, 0.0));
+        assert_eq!(q.past_history, 1, "counted for the report");
+        assert_eq!((q.floor, q.older.ring.len()), (1.0, 2 * HISTORY));
         // Lines in time order after it are served as before.
         let latest = 10.0 * (HISTORY + 1) as f64;
         assert_eq!(q.occupy(latest + 0.5).start, latest + 1.0);
+    }
+
+    /// A queue that has seen a line come late keeps the busy intervals within twice that of its
+    /// newest arrival (growing past `HISTORY`): a later line as late finds its place, where the
+    /// 64 intervals of before 2026-11-28 had forgotten it and took it at their end. Fed in time
+    /// order, a queue stays at `HISTORY`.
+    #[test]
+    fn issue4_a_queue_remembers_as_far_back_as_its_lines_come() {
+        let mut q = Queue::new(1.0);
+        for i in 0..10 * HISTORY {
+            q.occupy(10.0 * i as f64);
+        }
+        assert_eq!(q.older.ring.len(), HISTORY, "in time order");
+        // One line 2,000 ns (200 intervals) before the latest start: its reach.
+        let latest = 10.0 * (10 * HISTORY - 1) as f64;
+        let o = q.occupy(latest - 1_995.0);
+        assert_eq!(q.past_history, 1, "beyond the 64 intervals kept so far");
+        assert!(
+            o.arrival > latest - 1_995.0,
+            "taken at the forgotten history's end"
+        );
+        // 1,000 more in time order, then lines up to 4,000 ns late: each is served at its
+        // arrival, in the idle time it finds, and none is counted.
+        let base = latest + 10.0;
+        for i in 0..1_000 {
+            q.occupy(base + 10.0 * i as f64);
+        }
+        let newest = base + 10.0 * 999.0;
+        for back in [3_995.0, 2_505.0, 1_005.0] {
+            let o = q.occupy(newest - back);
+            assert_eq!((o.start, o.pushed), (newest - back, 0.0), "{back}");
+        }
+        assert_eq!(q.past_history, 1);
+        assert!(q.older.ring.len() > HISTORY && q.older.ring.len() <= 1024);
     }
 
     #[test]

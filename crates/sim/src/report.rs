@@ -56,6 +56,11 @@ pub struct Report {
     pub link_queue_ns: f64,
     /// Bytes carried over interconnect links, counted per link crossed ("QPI volume").
     pub interconnect_bytes: u64,
+    /// Lines that reached a controller or link queue earlier than the busy intervals it
+    /// remembers and were taken at the end of the forgotten ones: a wait the time-ordered FIFO
+    /// may not have had (crates/sim/README.md, "Queues remember longer"). 0 in a faithful run.
+    #[serde(default)]
+    pub queue_past_history: u64,
     /// Reads of lines dirty in another core's caches (cache-to-cache transfers).
     pub c2c_transfers: u64,
     /// Of which between caches of different nodes.

@@ -2383,6 +2383,7 @@ impl Simulator {
             remote_accesses: s.remote,
             imc_queue_ns: self.fabric.mc_wait_ns,
             link_queue_ns: self.fabric.link_wait_ns,
+            queue_past_history: self.fabric.past_history(),
             interconnect_bytes: self.fabric.link_bytes,
             c2c_transfers: s.c2c,
             c2c_remote: s.c2c_remote,
