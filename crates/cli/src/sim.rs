@@ -478,6 +478,15 @@ fn text(machine: &Machine, workload: &str, args: &SimArgs, r: &Report) -> String
         "  link queue          {:>14.3} ms  (summed over requests)",
         r.link_queue_ns / 1e6
     );
+    if r.queue_past_history > 0 {
+        // The queue model's one approximation made visible (crates/sim, "Queues remember
+        // longer"): such lines waited for the end of a history their queue had forgotten.
+        let _ = writeln!(
+            s,
+            "  late queue lines    {:>14}  (came before their queue's history: waits approximate)",
+            r.queue_past_history
+        );
+    }
     let _ = writeln!(
         s,
         "  interconnect        {:>14.1} MB  (per link crossed)",

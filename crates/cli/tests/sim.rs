@@ -57,6 +57,8 @@ fn issue4_sim_json_shape() {
     }
     assert!(v["makespan_ns"].as_u64().unwrap() > 0);
     assert_eq!(v["report"]["threads"].as_array().unwrap().len(), 8);
+    // The queue model's approximation is reported (none in this run).
+    assert_eq!(v["report"]["queue_past_history"], 0);
     // The os policy moves threads now and then; the same seed gives the same run.
     let os = |seed: &str| {
         json(&[
