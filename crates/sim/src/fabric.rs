@@ -53,9 +53,9 @@ pub(crate) fn later(a: f64, b: f64) -> f64 {
 }
 
 /// Busy intervals a queue remembers before its latest one (`Queue::older`) at first. A full
-/// history forgets its oldest interval only when that one ended more than twice the queue's
-/// `reach` (the furthest any line has yet arrived before the latest interval's start) before
-/// the newest arrival; otherwise it grows, up to `MAX_HISTORY`. So a queue fed in time order
+/// history forgets its oldest interval only when that one ended more than `Queue::reach2`
+/// (twice the furthest any line has yet arrived before the latest interval's start) before the
+/// newest arrival; otherwise it grows, up to `MAX_HISTORY`. So a queue fed in time order
 /// keeps 64 intervals (a small ring, written as it turns), and one fed far out of order keeps
 /// what its late lines need. A request older than the oldest one kept is taken at the forgotten
 /// history's end (`Queue::floor`) and counted (`Report::queue_past_history`). Before 2026-11-28
@@ -95,9 +95,9 @@ struct Queue {
     /// Lines that arrived before `floor` (taken at it: a wait the time-ordered FIFO may not
     /// have had); `Fabric::past_history` sums them for the report.
     past_history: u64,
-    /// The furthest a line has yet arrived before the latest busy interval's start, ns: the
-    /// history keeps the intervals that end within twice this of the newest arrival.
-    reach: f64,
+    /// Twice the furthest a line has yet arrived before the latest busy interval's start, ns:
+    /// the history keeps the intervals that end within this of the newest arrival.
+    reach2: f64,
 }
 
 /// What one line's passage through a queue did.
@@ -119,14 +119,14 @@ impl Queue {
             floor: 0.0,
             older: History::default(),
             past_history: 0,
-            reach: 0.0,
+            reach2: 0.0,
         }
     }
 
     /// Intervals ending before this may be forgotten when the history is full (`History`).
     #[inline(always)]
     fn keep_after(&self, newest: f64) -> f64 {
-        newest - 2.0 * self.reach
+        newest - self.reach2
     }
 
     /// A line arriving at `t`.
@@ -159,7 +159,7 @@ impl Queue {
     fn occupy_earlier(&mut self, t: f64) -> Occupied {
         let s = self.service;
         let (a, b) = self.last;
-        self.reach = later(self.reach, a - t);
+        self.reach2 = later(self.reach2, 2.0 * (a - t));
         let keep = self.keep_after(a);
         let n = self.older.len;
         let before = if n > 0 {
@@ -350,21 +350,24 @@ impl History {
     /// none), which the queue's `floor` moves to.
     #[inline(always)]
     fn push(&mut self, v: (f64, f64), keep: f64) -> f64 {
-        if self.len == self.ring.len() && !self.forgets(keep) {
+        let cap = self.ring.len();
+        if self.len == cap {
+            // The common case once full: the oldest is read once and overwritten in place.
+            let k = self.head;
+            if let Some(slot) = self.ring.get_mut(k) {
+                let gone = slot.1;
+                if gone < keep || cap == MAX_HISTORY {
+                    *slot = v;
+                    self.head = (k + 1) & (cap - 1);
+                    return gone;
+                }
+            }
             self.grow();
         }
-        if self.len == self.ring.len() {
-            let k = self.head;
-            let gone = self.ring[k].1;
-            self.ring[k] = v;
-            self.head = (k + 1) & (self.ring.len() - 1);
-            gone
-        } else {
-            let k = self.slot(self.len);
-            self.ring[k] = v;
-            self.len += 1;
-            0.0
-        }
+        let k = self.slot(self.len);
+        self.ring[k] = v;
+        self.len += 1;
+        0.0
     }
 
     /// Takes the newest interval off (`len > 0`).
