@@ -64,7 +64,7 @@ pub(crate) fn later(a: f64, b: f64) -> f64 {
 /// remember longer").
 const HISTORY: usize = 64;
 
-/// The most busy intervals a queue remembers (1 MiB of them).
+/// The most busy intervals a queue remembers (1 MiB of them per queue).
 const MAX_HISTORY: usize = 1 << 16;
 
 /// One queue of the fabric (a memory controller or a directed link): the time to serve a line and

@@ -1762,9 +1762,6 @@ impl Simulator {
             ];
             o != p && any(and_not(held, path_bits))
         });
-        // The node of the cache that sends a dirty line this path does not hold: its owner's,
-        // or for a dirty line without an owner (kept dirty in its node's caches by a read from
-        // that node, below) one of its holders'.
         // An access that hits a level outside the owner's path finds a current copy there: the
         // owner has not written since that level got it (a write invalidates every copy outside
         // its path). Only MOESI's Owned lines (dirty, shared) get there: a read is a hit, a
@@ -1773,6 +1770,9 @@ impl Simulator {
             && owner_other.is_some_and(|o| {
                 hit.is_some_and(|pos| !self.pus[o].path.contains(&self.pus[p].path[pos]))
             });
+        // The node of the cache that sends a dirty line this path does not hold: its owner's,
+        // or for a dirty line without an owner (kept dirty in its node's caches by a read from
+        // that node, below) one of its holders'.
         let supplier = match owner_other {
             Some(o) if e.dirty && !owned_hit => Some(self.pus[o].node),
             None if e.dirty && e.owner == 0 && hit.is_none() => self.holder_node(e.holders),
@@ -1795,9 +1795,10 @@ impl Simulator {
                 if hit.is_none() {
                     self.stats.llc_misses += 1;
                 }
-                // Before 2026-11-27 every such read was written back, whatever the protocol,
-                // which made threads sharing written data on one node send their memory
-                // controller a write per transfer.
+                // The protocol decides (`writes_back`). Until 2026-11-27 every such read was
+                // written back (threads sharing written data on one node sent their memory
+                // controller a write per transfer); until 2026-11-28 every machine had MESIF's
+                // rule.
                 if cleaned {
                     self.writeback(key, on, t);
                 }
