@@ -18,7 +18,7 @@ use numaff_sim::{
     ThreadSpec,
 };
 
-pub use ops::{Ops, Step};
+pub use ops::{Batched, Ops, Step};
 pub use spec::{Init, Kernel, Program, Workload};
 
 /// Where the threads go.
@@ -311,10 +311,10 @@ pub fn build(
             spec = spec.with_huge_pages();
         }
         for (t, ops) in thread_ops(p).into_iter().enumerate() {
-            spec = spec.thread(ThreadSpec::new(
+            spec = spec.thread(ThreadSpec::from_source(
                 format!("{}.{t}", p.display_name()),
                 cpus[t],
-                ops,
+                Batched(ops),
             ));
         }
         procs.push(spec);

@@ -185,3 +185,33 @@ fn issue4_a_workload_too_long_to_hold_is_refused_at_load() {
     assert!(numaff_workload::Workload::from_toml(&text(fits, 2), "w.toml").is_ok());
     assert!(numaff_workload::Workload::from_toml(&text(fits + 1, 2), "w.toml").is_err());
 }
+
+/// The simulator takes the suite's ops in batches (`Batched`, `Ops::fill_ops`, one loop per run
+/// of a step's accesses): for every thread of every named workload, batches of 32 (the
+/// simulator's) and of ragged sizes give exactly the ops of the iterator.
+#[test]
+fn issue4_batched_suite_ops_are_the_iterators_ops() {
+    use numaff_sim::{Op, OpSource};
+    use numaff_workload::{thread_ops, Batched};
+    for name in catalog::names() {
+        let w = catalog::load(name).unwrap().scaled(0.25);
+        for p in &w.programs {
+            for (t, ops) in thread_ops(p).into_iter().enumerate() {
+                let expected: Vec<Op> = ops.clone().collect();
+                for sizes in [&[32][..], &[7, 1, 2, 32]] {
+                    let mut src = Batched(ops.clone());
+                    let mut got = Vec::with_capacity(expected.len());
+                    let mut buf = [Op::Compute(0); 32];
+                    for &k in sizes.iter().cycle() {
+                        let n = src.fill(&mut buf[..k]);
+                        if n == 0 {
+                            break;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                    assert!(got == expected, "{name} thread {t}, batches {sizes:?}");
+                }
+            }
+        }
+    }
+}
