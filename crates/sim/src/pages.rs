@@ -93,7 +93,15 @@ impl PageTable {
     /// The page `vp`, if present.
     #[inline(always)]
     pub(crate) fn get(&self, vp: u64) -> Option<Page> {
-        let e = self.entries[self.index(vp)?];
+        self.get_at(self.index(vp)?, vp)
+    }
+
+    /// `get(vp)` for the page at `slot` (from `slot` or `prefetch` for `vp`): no lookup of its
+    /// chunk.
+    #[inline(always)]
+    pub(crate) fn get_at(&self, slot: usize, vp: u64) -> Option<Page> {
+        debug_assert_eq!(self.index(vp), Some(slot), "slot of another page");
+        let e = *self.entries.get(slot)?;
         if e & PRESENT == 0 {
             return None;
         }
@@ -110,8 +118,15 @@ impl PageTable {
         })
     }
 
-    /// `get(vp)`'s `sole`, without the rest.
+    /// The home node of the page at `slot` (`slot`, `prefetch`), None if absent.
     #[inline(always)]
+    pub(crate) fn node_at(&self, slot: usize) -> Option<u16> {
+        let e = *self.entries.get(slot)?;
+        (e & PRESENT != 0).then_some((e & NODE) as u16)
+    }
+
+    /// `get(vp)`'s `sole`, without the rest (tests).
+    #[cfg(test)]
     pub(crate) fn sole(&self, vp: u64) -> Option<u16> {
         self.sole_at(self.index(vp)?)
     }
@@ -152,7 +167,14 @@ impl PageTable {
     /// Sets page `vp`, adding it if absent.
     #[inline(always)]
     pub(crate) fn insert(&mut self, vp: u64, pg: Page) {
-        let i = match self.index(vp) {
+        self.insert_in(self.index(vp), vp, pg);
+    }
+
+    /// `insert` with the page's slot if its chunk exists (`slot`, `prefetch`; None if not).
+    #[inline(always)]
+    pub(crate) fn insert_in(&mut self, slot: Option<usize>, vp: u64, pg: Page) {
+        debug_assert_eq!(self.index(vp), slot, "slot of another page");
+        let i = match slot {
             Some(i) => i,
             None => {
                 let start = self.entries.len();

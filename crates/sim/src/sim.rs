@@ -2213,15 +2213,21 @@ impl Simulator {
     /// written back. The domain is the page's (`Page::sole`); it may be another than `f`'s, on
     /// a shared third level.
     fn private_victim3(&mut self, f: Path3, line: u64, t: f64) {
-        let held = self
-            .procs
-            .get((line >> ASID_SHIFT) as usize)
-            .and_then(|pr| pr.pages.sole(((line & LINE_MASK) << 6) >> pr.page_shift))
+        let Some(pr) = self.procs.get((line >> ASID_SHIFT) as usize) else {
+            return;
+        };
+        // The page's entry, looked up once for its domain and its home.
+        let slot = pr.pages.slot(((line & LINE_MASK) << 6) >> pr.page_shift);
+        let home = slot.and_then(|s| pr.pages.node_at(s));
+        let held = slot
+            .and_then(|s| pr.pages.sole_at(s))
             .and_then(|sole| self.domain_pu.get(usize::from(sole).checked_sub(1)?))
             .and_then(|&rep| self.pus[rep].p3)
             .is_some_and(|g| self.caches[g.l2].cache.set_state(line, MODIFIED));
         if !held {
-            self.writeback(line, self.caches[f.l3].node, t);
+            if let Some(home) = home {
+                self.write_back_to(usize::from(home), self.caches[f.l3].node, t);
+            }
         }
     }
 
@@ -2254,8 +2260,15 @@ impl Simulator {
         let pi = (key >> ASID_SHIFT) as usize;
         let Some(pr) = self.procs.get(pi) else { return };
         let vp = ((key & LINE_MASK) << 6) >> pr.page_shift;
-        let Some(pg) = pr.pages.get(vp) else { return };
-        let home = usize::from(pg.node);
+        let Some(home) = pr.pages.slot(vp).and_then(|s| pr.pages.node_at(s)) else {
+            return;
+        };
+        self.write_back_to(usize::from(home), from, t);
+    }
+
+    /// `writeback` to the memory of node `home`.
+    #[inline]
+    fn write_back_to(&mut self, home: usize, from: usize, t: f64) {
         self.stats.writebacks += 1;
         // Writebacks occupy the queues (so reads behind them wait) but nobody waits for them: their
         // own waits are not counted as IMC or link queueing.
@@ -2271,7 +2284,17 @@ impl Simulator {
         let vp = vaddr >> pr.page_shift;
         let mut stall = 0.0;
         let mut fault = false;
-        let home = match pr.pages.get(vp) {
+        // The slot `next_op` or `access_beyond_l1*` looked up for this access, if its chunk
+        // existed then (a slot is its page's for good): no second lookup.
+        let slot = match self.cur_page {
+            NO_PAGE => pr.pages.slot(vp),
+            s => Some(s),
+        };
+        let found = match slot {
+            Some(s) => pr.pages.get_at(s, vp),
+            None => None,
+        };
+        let home = match found {
             Some(pg) => {
                 if pg.blocked_until > t {
                     stall += pg.blocked_until - t;
@@ -2289,7 +2312,8 @@ impl Simulator {
                         .and_then(|id| self.machine.node_index(*id))
                         .unwrap_or(node),
                 };
-                pr.pages.insert(
+                pr.pages.insert_in(
+                    slot,
                     vp,
                     Page {
                         node: home as u16,
