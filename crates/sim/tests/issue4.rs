@@ -222,7 +222,12 @@ fn issue4_same_seed_same_figures_different_seed_different_choices() {
 #[test]
 fn issue4_environment_moves_pages_and_threads_with_costs() {
     let m = catalog::load("laso-lpl").unwrap();
-    let mut sim = Simulator::new(&m, SimConfig::default());
+    // The first-touch sampler, as an online policy would turn it on (off by default).
+    let cfg = SimConfig {
+        first_touch_samples: true,
+        ..SimConfig::default()
+    };
+    let mut sim = Simulator::new(&m, cfg);
     let pid = sim
         .spawn(streaming(2, 20_000, DataPolicy::FirstTouch))
         .unwrap();
