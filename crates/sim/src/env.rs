@@ -29,6 +29,8 @@ impl Environment for Simulator {
         Ok(self.task_list())
     }
 
+    /// The samples of the samplers the `SimConfig` turned on: none by default (an online policy
+    /// sets `first_touch_samples`, `hw_sampling` or `induced_faults`).
     fn drain_samples(&mut self, out: &mut Vec<Sample>) -> Result<usize, EnvError> {
         Ok(self.take_samples(out))
     }
