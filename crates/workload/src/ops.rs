@@ -165,6 +165,30 @@ pub fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The `i`-th access of a `Step::Random` whose address stream is at `state` (after `mix`).
+#[inline(always)]
+fn random_access(
+    state: u64,
+    base: u64,
+    lines: u64,
+    i: u64,
+    write: f64,
+    compute: u32,
+    dependent: bool,
+) -> Access {
+    let line = ((u128::from(state) * u128::from(lines)) >> 64) as u64;
+    let a = base + line * LINE;
+    let acc = if writes(i, write) {
+        Access::write(a)
+    } else {
+        Access::read(a)
+    };
+    Access {
+        dependent,
+        ..acc.after(compute)
+    }
+}
+
 /// A thread's op stream: its steps, unrolled lazily.
 #[derive(Debug, Clone)]
 pub struct Ops {
@@ -287,17 +311,7 @@ impl Iterator for Ops {
                     }
                     self.i += 1;
                     self.state = mix(self.state);
-                    let line = ((u128::from(self.state) * u128::from(lines)) >> 64) as u64;
-                    let a = base + line * LINE;
-                    let mut acc = if writes(i, write) {
-                        Access::write(a)
-                    } else {
-                        Access::read(a)
-                    }
-                    .after(compute);
-                    if dependent {
-                        acc = acc.dependent();
-                    }
+                    let acc = random_access(self.state, base, lines, i, write, compute, dependent);
                     return Some(Op::Access(acc));
                 }
             }
@@ -399,15 +413,7 @@ impl Ops {
                 let mut state = self.state;
                 for slot in &mut buf[..k] {
                     state = mix(state);
-                    let line = ((u128::from(state) * u128::from(lines)) >> 64) as u64;
-                    let a = base + line * LINE;
-                    let mut acc = if writes(i, write) {
-                        Access::write(a)
-                    } else {
-                        Access::read(a)
-                    }
-                    .after(compute);
-                    acc.dependent = dependent;
+                    let acc = random_access(state, base, lines, i, write, compute, dependent);
                     *slot = Op::Access(acc);
                     i += 1;
                 }
