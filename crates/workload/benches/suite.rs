@@ -12,7 +12,13 @@ fn bench(c: &mut Criterion) {
     g.measurement_time(std::time::Duration::from_secs(5));
     // Most accesses hitting (nas-lu), a stencil (nas-sp), sharing-heavy misses (nas-is,
     // parsec-canneal), a pipeline (parsec-dedup).
-    for name in ["nas-lu", "nas-sp", "nas-is", "parsec-canneal", "parsec-dedup"] {
+    for name in [
+        "nas-lu",
+        "nas-sp",
+        "nas-is",
+        "parsec-canneal",
+        "parsec-dedup",
+    ] {
         let w = catalog::load(name).expect("catalog workload");
         let opts = RunOptions {
             threads: "compact".parse().expect("placement"),
