@@ -73,6 +73,17 @@ const BATCH: usize = 32;
 const VICTIM_AHEAD: usize = 3;
 /// No page slot looked up ahead (`Simulator::cur_page`, `Hot::ahead_page`).
 const NO_PAGE: usize = usize::MAX;
+
+/// The slot of page `vp`: `ahead`, the one `next_op` or `access_beyond_l1*` looked up for the
+/// current access (a slot is its page's for good), or a lookup when that is `NO_PAGE` (none
+/// was, or the page's chunk did not exist then).
+#[inline(always)]
+fn slot_ahead(ahead: usize, pages: &PageTable, vp: u64) -> Option<usize> {
+    match ahead {
+        NO_PAGE => pages.slot(vp),
+        s => Some(s),
+    }
+}
 /// No set computed ahead (`Simulator::cur_llc`, `Thread::ahead_llc`).
 const NO_SET: (usize, usize) = (usize::MAX, 0);
 
@@ -1949,12 +1960,7 @@ impl Simulator {
         let mine = cx.domain + 1;
         let pr = &mut self.procs[cx.pi];
         let vp = ((key & LINE_MASK) << 6) >> pr.page_shift;
-        // The slot `next_op` looked up for this access, if it did (a slot is its page's for
-        // good; `NO_PAGE` also when the page's chunk did not exist then).
-        let slot = match self.cur_page {
-            NO_PAGE => pr.pages.slot(vp),
-            s => Some(s),
-        };
+        let slot = slot_ahead(self.cur_page, &pr.pages, vp);
         debug_assert!(
             self.cur_page == NO_PAGE || pr.pages.slot(vp) == slot,
             "stale page slot"
@@ -2284,12 +2290,7 @@ impl Simulator {
         let vp = vaddr >> pr.page_shift;
         let mut stall = 0.0;
         let mut fault = false;
-        // The slot `next_op` or `access_beyond_l1*` looked up for this access, if its chunk
-        // existed then (a slot is its page's for good): no second lookup.
-        let slot = match self.cur_page {
-            NO_PAGE => pr.pages.slot(vp),
-            s => Some(s),
-        };
+        let slot = slot_ahead(self.cur_page, &pr.pages, vp);
         let found = match slot {
             Some(s) => pr.pages.get_at(s, vp),
             None => None,
