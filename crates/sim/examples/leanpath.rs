@@ -1,23 +1,23 @@
 //! Scratch measurement for issue 4's speed goal: the stream of benches/accesses.rs run through the
 //! simulator's own caches (`SetAssoc`) and fabric (`Fabric`) by a minimal loop for one thread of
-//! private pages on laso-hpl, without the rest of `Simulator` (scheduling, directory, page table,
-//! samplers, statistics). Its time, against `simspeed`'s, bounds what a leaner access path built
+//! private pages on laso-hpl, without the rest of `Simulator` (scheduling, directory, samplers,
+//! statistics; a flat page table for the stream's span). Its time, against `simspeed`'s, bounds what a leaner access path built
 //! from the same parts could reach; it is not a simulator (crates/sim/README.md, "Performance").
 //!
 //! `leanpath SPAN REPS` runs REPS x 1 M accesses over SPAN bytes, as `simspeed SPAN REPS` does.
 
-use numaff_sim::cache::{Evicted, SetAssoc, EXCLUSIVE, MODIFIED};
-use numaff_sim::fabric::Fabric;
 use std::collections::VecDeque;
 
+use numaff_sim::cache::{Evicted, SetAssoc, EXCLUSIVE, MODIFIED};
+use numaff_sim::fabric::Fabric;
 use numaff_sim::{Access, Op, SimConfig};
 
 #[path = "../benches/common/stream.rs"]
 mod stream;
 use stream::{random_stream_of, N};
 
-/// Accesses pulled ahead of the one simulated, for the host's fetches of their third-level set
-/// and page entry (as `Simulator`'s lookahead).
+/// Accesses pulled ahead of the one simulated, for the host's fetch of their third-level set
+/// (`Simulator`'s lookahead fetches more: directory slots, page entries, victims').
 const AHEAD: usize = 8;
 
 /// The parts of the private-line path of `Simulator` for one thread on PU 0 (node 0).
