@@ -3,6 +3,8 @@
 //! matrices; `--list-workloads` lists the shipped workloads.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -65,6 +67,12 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with = "measure")]
     seeds: u32,
+    /// Simulate up to N of the --seeds runs at once, one per thread (default: the cpus numaff
+    /// may use, at most the runs). Each run holds its own simulator in memory; the figures do
+    /// not depend on N.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024), conflicts_with = "measure")]
+    jobs: Option<u32>,
     /// Print the simulated machine's latency and bandwidth matrices (pointer chase and streaming
     /// read from every cpu node to every memory node, as Intel MLC).
     #[arg(long)]
@@ -169,62 +177,8 @@ pub fn run(args: &SimArgs) -> Result<()> {
             )
         })?;
     let seeds: Vec<u64> = (args.seed..=last).collect();
-    // A bar that appears only when the runs take more than a second, towards the accesses they
-    // will issue (known from the workload's steps), with the time left at the rate so far.
-    let per_run = numaff_workload::total_accesses(&workload);
-    let total = per_run.saturating_mul(seeds.len() as u64);
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
-    bar.set_style(
-        ProgressStyle::with_template("simulating {msg} {bar:20} {percent:>3}%, {eta} left")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let started = Instant::now();
-    let mut shown = false;
-    let mut started_sim = false;
-    let mut reports = Vec::with_capacity(seeds.len());
-    for (k, &seed) in seeds.iter().enumerate() {
-        let opts = RunOptions {
-            threads: threads.clone(),
-            data: data.clone(),
-            seed,
-        };
-        let done_before = per_run.saturating_mul(k as u64);
-        let of_runs = if seeds.len() > 1 {
-            format!(" (seed {seed}, run {} of {})", k + 1, seeds.len())
-        } else {
-            String::new()
-        };
-        let report = numaff_workload::run_with(&machine, &workload, &opts, |now, accesses| {
-            // The rate behind the time left counts from the first step simulated, not from
-            // before the workload was built (an oracle's profiling pass can take seconds).
-            if !started_sim {
-                bar.reset_eta();
-                started_sim = true;
-            }
-            // Kept up to date while hidden, so that its first frame is complete.
-            bar.set_position(done_before.saturating_add(accesses));
-            bar.set_message(format!(
-                "{}{of_runs}: {:.1} ms, {:.1}/{:.1} M accesses",
-                workload.name,
-                now as f64 / 1e6,
-                accesses as f64 / 1e6,
-                per_run as f64 / 1e6
-            ));
-            if !shown && started.elapsed() > Duration::from_secs(1) {
-                bar.set_draw_target(ProgressDrawTarget::stderr());
-                shown = true;
-            }
-        })
-        .map_err(anyhow::Error::msg)
-        .with_context(|| {
-            format!(
-                "cannot simulate {} on {} (seed {seed})",
-                workload.name, machine.name
-            )
-        })?;
-        reports.push(report);
-    }
-    bar.finish_and_clear();
+    let jobs = jobs_for(args.jobs, seeds.len());
+    let reports = run_seeds(&machine, &workload, &threads, &data, &seeds, jobs)?;
     let runs: Vec<RunJson> = seeds
         .iter()
         .zip(&reports)
@@ -255,6 +209,140 @@ pub fn run(args: &SimArgs) -> Result<()> {
         ),
     }
     Ok(())
+}
+
+/// How many runs `--jobs` simulates at once: N given, or the cpus this process may use, never
+/// more than the runs.
+fn jobs_for(jobs: Option<u32>, runs: usize) -> usize {
+    let wanted = match jobs {
+        Some(n) => n as usize,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    wanted.clamp(1, runs.max(1))
+}
+
+/// Simulates the workload once per seed, `jobs` runs at a time on scoped threads that take the
+/// next seed as they finish one, and returns the reports in seed order. A bar appears when the
+/// runs take more than a second. After a failure no new run starts, and the error of the first
+/// failing seed is returned (every earlier seed had started, so it is the same for any `jobs`).
+fn run_seeds(
+    machine: &Machine,
+    workload: &numaff_workload::Workload,
+    threads: &ThreadPolicy,
+    data: &DataChoice,
+    seeds: &[u64],
+    jobs: usize,
+) -> Result<Vec<Report>> {
+    // The bar counts towards the accesses the runs will issue (known from the workload's
+    // steps), with the time left at the rate so far.
+    let per_run = numaff_workload::total_accesses(workload);
+    let total = per_run.saturating_mul(seeds.len() as u64);
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template("simulating {msg} {bar:20} {percent:>3}%, {eta} left")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let accesses: Vec<AtomicU64> = seeds.iter().map(|_| AtomicU64::new(0)).collect();
+    let now_ns: Vec<AtomicU64> = seeds.iter().map(|_| AtomicU64::new(0)).collect();
+    let stepped = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let mut results: Vec<Option<Result<Report, String>>> = seeds.iter().map(|_| None).collect();
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Report, String>)>();
+        for _ in 0..jobs {
+            let done_tx = done_tx.clone();
+            let (accesses, now_ns, stepped, next, failed) =
+                (&accesses, &now_ns, &stepped, &next, &failed);
+            scope.spawn(move || {
+                while !failed.load(Ordering::Relaxed) {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&seed) = seeds.get(k) else { break };
+                    let opts = RunOptions {
+                        threads: threads.clone(),
+                        data: data.clone(),
+                        seed,
+                    };
+                    let report =
+                        numaff_workload::run_with(machine, workload, &opts, |now, done| {
+                            accesses[k].store(done, Ordering::Relaxed);
+                            now_ns[k].store(now, Ordering::Relaxed);
+                            stepped.store(true, Ordering::Relaxed);
+                        });
+                    if report.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if done_tx.send((k, report)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        // The workers hold the only senders left: the channel closes when the last one ends.
+        drop(done_tx);
+        let (mut eta_reset, mut shown) = (false, false);
+        let mut finished = 0;
+        loop {
+            match done_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok((k, report)) => {
+                    results[k] = Some(report);
+                    finished += 1;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            // The rate behind the time left counts from the first step simulated, not from
+            // before the workload was built (an oracle's profiling pass can take seconds).
+            if !eta_reset && stepped.load(Ordering::Relaxed) {
+                bar.reset_eta();
+                eta_reset = true;
+            }
+            // Kept up to date while hidden, so that its first frame is complete.
+            let position = accesses
+                .iter()
+                .map(|a| a.load(Ordering::Relaxed))
+                .fold(0, u64::saturating_add);
+            bar.set_position(position);
+            bar.set_message(if seeds.len() == 1 {
+                format!(
+                    "{}: {:.1} ms, {:.1}/{:.1} M accesses",
+                    workload.name,
+                    now_ns[0].load(Ordering::Relaxed) as f64 / 1e6,
+                    position as f64 / 1e6,
+                    per_run as f64 / 1e6
+                )
+            } else {
+                format!(
+                    "{}: {finished} of {} runs done ({jobs} at a time)",
+                    workload.name,
+                    seeds.len()
+                )
+            });
+            if !shown && started.elapsed() > Duration::from_secs(1) {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+                shown = true;
+            }
+        }
+    });
+    bar.finish_and_clear();
+    let mut reports = Vec::with_capacity(seeds.len());
+    for (result, &seed) in results.into_iter().zip(seeds) {
+        match result {
+            Some(Ok(report)) => reports.push(report),
+            Some(Err(e)) => {
+                return Err(anyhow!(e)).with_context(|| {
+                    format!(
+                        "cannot simulate {} on {} (seed {seed})",
+                        workload.name, machine.name
+                    )
+                })
+            }
+            // Only seeds after a failed one are left unrun, and the loop returned at it.
+            None => bail!("seed {seed} was not simulated"),
+        }
+    }
+    Ok(reports)
 }
 
 fn run_json<'a>(

@@ -320,6 +320,60 @@ fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
         .stderr(predicate::str::contains("--seeds"));
 }
 
+/// `--jobs N` simulates the seeds' runs N at a time: the figures, and their order, are those of
+/// one run after another; a failure names the first failing seed whatever N.
+#[test]
+fn issue4_sim_jobs_run_the_seeds_at_once_with_the_same_figures() {
+    let base = [
+        "sim",
+        "--machine",
+        "kmaf-sim-4x2",
+        "--workload",
+        "nas-is",
+        "--scale",
+        "0.25",
+        "--seed",
+        "5",
+        "--seeds",
+        "3",
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter().chain(extra).map(|a| a.to_string()).collect()
+    };
+    let json_of = |extra: &[&str]| {
+        let a = with(extra);
+        json(&a.iter().map(String::as_str).collect::<Vec<&str>>())
+    };
+    let one_by_one = json_of(&["--jobs", "1", "--json"]);
+    let at_once = json_of(&["--jobs", "3", "--json"]);
+    assert_eq!(one_by_one, at_once);
+    // The seeds differ, so a mixed-up order would show.
+    let makespans: Vec<&serde_json::Value> = at_once["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["makespan_ns"])
+        .collect();
+    assert!(makespans[0] != makespans[1] || makespans[1] != makespans[2]);
+    // More jobs than runs is fine: no more threads than runs are started.
+    assert_eq!(json_of(&["--jobs", "64", "--json"]), one_by_one);
+    for (extra, says) in [
+        (vec!["--jobs", "0"], "--jobs"),
+        (vec!["--jobs", "1025"], "--jobs"),
+        // A cpu the machine lacks fails every run; the first seed's is the one reported.
+        (
+            vec!["--jobs", "3", "--threads", "0,99"],
+            "cannot simulate nas-is on kmaf-sim-4x2 (seed 5)",
+        ),
+    ] {
+        numaff()
+            .args(with(&extra))
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(says));
+    }
+}
+
 /// Billions of iterations (a typo, or a unit mixed up) filled 20 GB of host memory in 20 s while
 /// the generators built the threads' steps; now the file is refused at once, and so is an
 /// `--nthreads` that pushes a sane file past the limit (sim checks again after its options).
