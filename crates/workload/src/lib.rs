@@ -196,44 +196,105 @@ pub fn total_accesses(w: &Workload) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
+/// Accesses per page from each node's cpus: what the oracles of kMAF §3.1 place pages by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageProfile {
+    /// Nodes of the machine: the length of each page's row.
+    nodes: usize,
+    /// Page numbers, in the order they were first accessed.
+    pages: Vec<u64>,
+    /// `counts[i * nodes + n]`: the accesses to `pages[i]` from node position `n`'s cpus.
+    counts: Vec<u64>,
+}
+
+impl PageProfile {
+    /// Each page number (virtual address >> page shift) with its accesses per node position, in
+    /// the order the pages were first accessed.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u64])> + '_ {
+        self.pages
+            .iter()
+            .copied()
+            .zip(self.counts.chunks_exact(self.nodes.max(1)))
+    }
+
+    /// Pages accessed.
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Whether no page was accessed.
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+}
+
 /// A profile of program `p` placed on `cpus`: per page (machine page size, or 2 MiB when the
 /// program asks for huge pages), the accesses from each
 /// node's cpus (index = node position in `machine.nodes`). Made by replaying the generator's own
 /// access streams, every access counted once whether or not it would hit a cache (the oracle of
 /// kMAF §3.1 counted accesses in Pin traces the same way). Threads moved by the os policy are
-/// counted on their initial cpu.
-pub fn profile(machine: &Machine, p: &Program, cpus: &[u32]) -> HashMap<u64, Vec<u64>> {
+/// counted on their initial cpu. A thread's accesses to one page in a row are counted as one
+/// run (a sweep touches a 4 KiB page 64 times in a row), and the ops are taken in batches as
+/// the simulator takes them: a std `HashMap` entry per access was a fifth of an oracle run.
+pub fn profile(machine: &Machine, p: &Program, cpus: &[u32]) -> PageProfile {
     let shift = if p.huge_pages {
         21
     } else {
         machine.page_size.max(4096).trailing_zeros()
     };
-    let nodes = machine.nodes.len();
-    let mut counts: HashMap<u64, Vec<u64>> = HashMap::new();
-    for (t, ops) in thread_ops(p).into_iter().enumerate() {
+    let nodes = machine.nodes.len().max(1);
+    let mut out = PageProfile {
+        nodes,
+        pages: Vec::new(),
+        counts: Vec::new(),
+    };
+    // Page number -> its row in `out`; foldhash's fixed hasher (no random seed: the same
+    // profile every run, though the rows' order does not depend on it).
+    let mut rows: HashMap<u64, usize, foldhash::fast::FixedState> = HashMap::default();
+    let mut count = |page: u64, node: usize, n: u64| {
+        let row = *rows.entry(page).or_insert_with(|| {
+            out.pages.push(page);
+            out.counts.resize(out.counts.len() + nodes, 0);
+            out.pages.len() - 1
+        });
+        out.counts[row * nodes + node] += n;
+    };
+    let mut buf = vec![Op::Compute(0); 256];
+    for (t, mut ops) in thread_ops(p).into_iter().enumerate() {
         let node = machine
             .node_of_pu(cpus[t])
             .and_then(|id| machine.node_index(id))
             .unwrap_or(0);
-        for op in ops {
-            if let Op::Access(a) = op {
-                counts
-                    .entry(a.vaddr >> shift)
-                    .or_insert_with(|| vec![0; nodes])[node] += 1;
+        let (mut page, mut run) = (0, 0u64);
+        loop {
+            let n = ops.fill_ops(&mut buf);
+            if n == 0 {
+                break;
+            }
+            for op in &buf[..n] {
+                if let Op::Access(a) = op {
+                    let this = a.vaddr >> shift;
+                    if this != page {
+                        if run > 0 {
+                            count(page, node, run);
+                        }
+                        (page, run) = (this, 0);
+                    }
+                    run += 1;
+                }
             }
         }
+        if run > 0 {
+            count(page, node, run);
+        }
     }
-    counts
+    out
 }
 
 /// The oracle placement of a profile: per page the node (id) with the most accesses (`local`) or
 /// the fewest (`!local`), among nodes with memory. Ties: for local the lower node id; for remote
 /// the node farthest from the page's most-accessing node, then the lower id.
-pub fn oracle(
-    machine: &Machine,
-    counts: &HashMap<u64, Vec<u64>>,
-    local: bool,
-) -> BTreeMap<u64, u32> {
+pub fn oracle(machine: &Machine, counts: &PageProfile, local: bool) -> BTreeMap<u64, u32> {
     let mem: Vec<usize> = (0..machine.nodes.len())
         .filter(|&i| machine.nodes[i].memory_bytes > 0)
         .collect();
@@ -243,7 +304,7 @@ pub fn oracle(
             .unwrap_or(if a == b { 10 } else { 20 })
     };
     let mut out = BTreeMap::new();
-    for (&page, c) in counts {
+    for (page, c) in counts.iter() {
         let Some(&top) = mem.iter().max_by_key(|&&i| (c[i], std::cmp::Reverse(i))) else {
             continue;
         };

@@ -215,3 +215,47 @@ fn issue4_batched_suite_ops_are_the_iterators_ops() {
         }
     }
 }
+
+/// The oracles' profile counts a thread's accesses to a page in a row as one run, from batched
+/// ops: per page and node it must equal one count per access of the ops' iterator, on every
+/// shipped workload (random, swept, shared and huge-paged pages), and the pages come in the order
+/// they were first accessed.
+#[test]
+fn issue4_oracle_profile_counts_every_access_once() {
+    use numaff_sim::Op;
+    use std::collections::HashMap;
+    let m = machines::load("kmaf-sim-4x2").unwrap();
+    let nodes = m.nodes.len();
+    for (i, name) in catalog::names().iter().enumerate() {
+        let mut w = catalog::load(name).unwrap().scaled(0.25);
+        if i % 2 == 1 {
+            w = w.with_huge_pages();
+        }
+        for p in &w.programs {
+            // Threads on cpus of different nodes, so that rows have more than one count.
+            let cpus: Vec<u32> = (0..p.threads).map(|t| (t * 3) % 8).collect();
+            let shift = if p.huge_pages { 21 } else { 12 };
+            let mut naive: HashMap<u64, Vec<u64>> = HashMap::new();
+            let mut first_seen = Vec::new();
+            for (t, ops) in numaff_workload::thread_ops(p).into_iter().enumerate() {
+                let node = m.node_index(m.node_of_pu(cpus[t]).unwrap()).unwrap();
+                for op in ops {
+                    if let Op::Access(a) = op {
+                        let row = naive.entry(a.vaddr >> shift).or_insert_with(|| {
+                            first_seen.push(a.vaddr >> shift);
+                            vec![0; nodes]
+                        });
+                        row[node] += 1;
+                    }
+                }
+            }
+            let profile = numaff_workload::profile(&m, p, &cpus);
+            assert_eq!(profile.len(), naive.len(), "{name}");
+            let pages: Vec<u64> = profile.iter().map(|(page, _)| page).collect();
+            assert_eq!(pages, first_seen, "{name}: pages in first-access order");
+            for (page, counts) in profile.iter() {
+                assert_eq!(counts, &naive[&page][..], "{name}: page {page:#x}");
+            }
+        }
+    }
+}
