@@ -16,6 +16,8 @@ use numaff_machine::{spec, Coherence, Machine};
 use numaff_sim::{measure, simulated_coherence, Report, SimConfig};
 use numaff_workload::{catalog, DataChoice, RunOptions, ThreadPolicy};
 
+mod compare;
+
 #[derive(Args)]
 pub struct SimArgs {
     /// The simulated machine: a catalog name (`numaff topo --list`), a machine file, an hwloc XML
@@ -32,14 +34,17 @@ pub struct SimArgs {
     trace: Option<std::path::PathBuf>,
     /// Thread placement: os (Linux-like: spread, occasionally moved), compact, scatter,
     /// round-robin, random, recorded (a trace's threads where they ran), or a cpu list such as
-    /// 0,2,4,6 (thread i on the i-th cpu).
-    #[arg(long, value_name = "POLICY", default_value = "os")]
-    threads: String,
+    /// 0,2,4,6 (thread i on the i-th cpu). Given more than once (or with --data more than
+    /// once), every thread placement runs with every data placement and a table compares them,
+    /// the first as the baseline.
+    #[arg(long, value_name = "POLICY", default_value = "os", action = clap::ArgAction::Append)]
+    threads: Vec<String>,
     /// Data placement: first-touch, interleave, bind:N, oracle-local (each page on the node that
     /// accesses it most) or oracle-remote (on the node that accesses it least); the oracles come
-    /// from a profiling replay of the workload's access streams.
-    #[arg(long, value_name = "POLICY", default_value = "first-touch")]
-    data: String,
+    /// from a profiling replay of the workload's access streams. May be given more than once
+    /// (see --threads).
+    #[arg(long, value_name = "POLICY", default_value = "first-touch", action = clap::ArgAction::Append)]
+    data: Vec<String>,
     /// Threads per program (overrides the workload's; at least 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     nthreads: Option<u32>,
@@ -67,9 +72,9 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with = "measure")]
     seeds: u32,
-    /// Simulate up to N of the --seeds runs at once, one per thread (default: the cpus numaff
-    /// may use, at most the runs). Each run holds its own simulator in memory; the figures do
-    /// not depend on N.
+    /// Simulate up to N runs (placements times --seeds) at once, one per thread (default: the
+    /// cpus numaff may use, at most the runs). Each run holds its own simulator in memory; the
+    /// figures do not depend on N.
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1024), conflicts_with = "measure")]
     jobs: Option<u32>,
@@ -87,7 +92,7 @@ pub struct SimArgs {
 
 /// The JSON of a run: the headline figures first, then the full report.
 #[derive(Serialize)]
-struct RunJson<'a> {
+pub(crate) struct RunJson<'a> {
     machine: &'a str,
     workload: &'a str,
     threads: &'a str,
@@ -164,8 +169,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     workload
         .check()
         .map_err(|e| anyhow!("workload {}: {e}", workload.name))?;
-    let threads: ThreadPolicy = args.threads.parse().map_err(anyhow::Error::msg)?;
-    let data: DataChoice = args.data.parse().map_err(anyhow::Error::msg)?;
+    let placements = Placement::all(&args.threads, &args.data)?;
     let last = args
         .seed
         .checked_add(u64::from(args.seeds) - 1)
@@ -177,12 +181,34 @@ pub fn run(args: &SimArgs) -> Result<()> {
             )
         })?;
     let seeds: Vec<u64> = (args.seed..=last).collect();
-    let jobs = jobs_for(args.jobs, seeds.len());
-    let reports = run_seeds(&machine, &workload, &threads, &data, &seeds, jobs)?;
+    let runs: Vec<(&Placement, u64)> = placements
+        .iter()
+        .flat_map(|p| seeds.iter().map(move |&seed| (p, seed)))
+        .collect();
+    let jobs = jobs_for(args.jobs, runs.len());
+    let all = run_all(&machine, &workload, &runs, placements.len() > 1, jobs)?;
+    if placements.len() > 1 {
+        let by_placement: Vec<(&Placement, &[Report])> = placements
+            .iter()
+            .zip(all.chunks_exact(seeds.len()))
+            .collect();
+        if args.json {
+            let j = compare::json(&machine, &workload.name, &seeds, &by_placement);
+            println!("{}", serde_json::to_string_pretty(&j)?);
+        } else {
+            print!(
+                "{}",
+                compare::text(&machine, &workload.name, &seeds, &by_placement)
+            );
+        }
+        return Ok(());
+    }
+    let placement = &placements[0];
+    let reports = all;
     let runs: Vec<RunJson> = seeds
         .iter()
         .zip(&reports)
-        .map(|(&seed, report)| run_json(&machine, &workload.name, args, seed, report))
+        .map(|(&seed, report)| run_json(&machine, &workload.name, placement, seed, report))
         .collect();
     match (args.json, &runs[..]) {
         (true, [one]) => println!("{}", serde_json::to_string_pretty(one)?),
@@ -190,8 +216,8 @@ pub fn run(args: &SimArgs) -> Result<()> {
             let j = SeedsJson {
                 machine: &machine.name,
                 workload: &workload.name,
-                threads: &args.threads,
-                data: &args.data,
+                threads: &placement.threads,
+                data: &placement.data,
                 coherence: simulated_coherence(&machine).name(),
                 seeds: &seeds,
                 summary: summary(&reports)
@@ -202,10 +228,13 @@ pub fn run(args: &SimArgs) -> Result<()> {
             };
             println!("{}", serde_json::to_string_pretty(&j)?);
         }
-        (false, [_]) => print!("{}", text(&machine, &workload.name, args, &reports[0])),
+        (false, [_]) => print!(
+            "{}",
+            text(&machine, &workload.name, placement, args.seed, &reports[0])
+        ),
         (false, _) => print!(
             "{}",
-            seeds_text(&machine, &workload.name, args, &seeds, &reports)
+            seeds_text(&machine, &workload.name, placement, &seeds, &reports)
         ),
     }
     Ok(())
@@ -221,33 +250,62 @@ fn jobs_for(jobs: Option<u32>, runs: usize) -> usize {
     wanted.clamp(1, runs.max(1))
 }
 
-/// Simulates the workload once per seed, `jobs` runs at a time on scoped threads that take the
-/// next seed as they finish one, and returns the reports in seed order. A bar appears when the
-/// runs take more than a second. After a failure no new run starts, and the error of the first
-/// failing seed is returned (every earlier seed had started, so it is the same for any `jobs`).
-fn run_seeds(
+/// A thread and a data placement, as given and parsed.
+pub(crate) struct Placement {
+    pub(crate) threads: String,
+    pub(crate) data: String,
+    thread_policy: ThreadPolicy,
+    data_choice: DataChoice,
+}
+
+impl Placement {
+    /// Every thread placement with every data placement, threads first, in the order given;
+    /// any that does not parse is refused before anything runs.
+    fn all(threads: &[String], data: &[String]) -> Result<Vec<Placement>> {
+        let mut out = Vec::with_capacity(threads.len() * data.len());
+        for t in threads {
+            let thread_policy: ThreadPolicy = t.parse().map_err(anyhow::Error::msg)?;
+            for d in data {
+                let data_choice: DataChoice = d.parse().map_err(anyhow::Error::msg)?;
+                out.push(Placement {
+                    threads: t.clone(),
+                    data: d.clone(),
+                    thread_policy: thread_policy.clone(),
+                    data_choice,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Simulates each run (a placement and a seed), `jobs` at a time on scoped threads that take
+/// the next run as they finish one, and returns the reports in the runs' order. A bar appears
+/// when the runs take more than a second. After a failure no new run starts, and the error of
+/// the first failing run is returned (every earlier run had started, so it is the same for any
+/// `jobs`); it names the placement when `name_placement` (a comparison), else the seed only.
+fn run_all(
     machine: &Machine,
     workload: &numaff_workload::Workload,
-    threads: &ThreadPolicy,
-    data: &DataChoice,
-    seeds: &[u64],
+    runs: &[(&Placement, u64)],
+    name_placement: bool,
     jobs: usize,
 ) -> Result<Vec<Report>> {
     // The bar counts towards the accesses the runs will issue (known from the workload's
     // steps), with the time left at the rate so far.
     let per_run = numaff_workload::total_accesses(workload);
-    let total = per_run.saturating_mul(seeds.len() as u64);
+    let total = per_run.saturating_mul(runs.len() as u64);
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
     bar.set_style(
         ProgressStyle::with_template("simulating {msg} {bar:20} {percent:>3}%, {eta} left")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let accesses: Vec<AtomicU64> = seeds.iter().map(|_| AtomicU64::new(0)).collect();
-    let now_ns: Vec<AtomicU64> = seeds.iter().map(|_| AtomicU64::new(0)).collect();
+    let accesses: Vec<AtomicU64> = runs.iter().map(|_| AtomicU64::new(0)).collect();
+    let now_ns: Vec<AtomicU64> = runs.iter().map(|_| AtomicU64::new(0)).collect();
     let stepped = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let mut results: Vec<Option<Result<Report, String>>> = seeds.iter().map(|_| None).collect();
+    let mut results: Vec<Option<Result<Report, String>>> = runs.iter().map(|_| None).collect();
     let started = Instant::now();
     std::thread::scope(|scope| {
         let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Report, String>)>();
@@ -258,10 +316,12 @@ fn run_seeds(
             scope.spawn(move || {
                 while !failed.load(Ordering::Relaxed) {
                     let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&seed) = seeds.get(k) else { break };
+                    let Some(&(placement, seed)) = runs.get(k) else {
+                        break;
+                    };
                     let opts = RunOptions {
-                        threads: threads.clone(),
-                        data: data.clone(),
+                        threads: placement.thread_policy.clone(),
+                        data: placement.data_choice.clone(),
                         seed,
                     };
                     let report =
@@ -304,7 +364,7 @@ fn run_seeds(
                 .map(|a| a.load(Ordering::Relaxed))
                 .fold(0, u64::saturating_add);
             bar.set_position(position);
-            bar.set_message(if seeds.len() == 1 {
+            bar.set_message(if runs.len() == 1 {
                 format!(
                     "{}: {:.1} ms, {:.1}/{:.1} M accesses",
                     workload.name,
@@ -316,7 +376,7 @@ fn run_seeds(
                 format!(
                     "{}: {finished} of {} runs done ({jobs} at a time)",
                     workload.name,
-                    seeds.len()
+                    runs.len()
                 )
             });
             if !shown && started.elapsed() > Duration::from_secs(1) {
@@ -326,37 +386,45 @@ fn run_seeds(
         }
     });
     bar.finish_and_clear();
-    let mut reports = Vec::with_capacity(seeds.len());
-    for (result, &seed) in results.into_iter().zip(seeds) {
+    let mut reports = Vec::with_capacity(runs.len());
+    for (result, &(placement, seed)) in results.into_iter().zip(runs) {
+        let which = if name_placement {
+            format!(
+                "threads {}, data {}, seed {seed}",
+                placement.threads, placement.data
+            )
+        } else {
+            format!("seed {seed}")
+        };
         match result {
             Some(Ok(report)) => reports.push(report),
             Some(Err(e)) => {
                 return Err(anyhow!(e)).with_context(|| {
                     format!(
-                        "cannot simulate {} on {} (seed {seed})",
+                        "cannot simulate {} on {} ({which})",
                         workload.name, machine.name
                     )
                 })
             }
-            // Only seeds after a failed one are left unrun, and the loop returned at it.
-            None => bail!("seed {seed} was not simulated"),
+            // Only runs after a failed one are left unrun, and the loop returned at it.
+            None => bail!("the run with {which} was not simulated"),
         }
     }
     Ok(reports)
 }
 
-fn run_json<'a>(
+pub(crate) fn run_json<'a>(
     machine: &'a Machine,
     workload: &'a str,
-    args: &'a SimArgs,
+    placement: &'a Placement,
     seed: u64,
     report: &'a Report,
 ) -> RunJson<'a> {
     RunJson {
         machine: &machine.name,
         workload,
-        threads: &args.threads,
-        data: &args.data,
+        threads: &placement.threads,
+        data: &placement.data,
         coherence: simulated_coherence(machine).name(),
         seed,
         makespan_ns: report.makespan_ns,
@@ -410,7 +478,7 @@ impl Spread {
 
 /// One figure of the `--seeds` summary: its JSON key, its label and unit in the text, the factor
 /// from the JSON's unit to the text's, and its spread (in the JSON's unit).
-struct Figure {
+pub(crate) struct Figure {
     key: &'static str,
     label: &'static str,
     unit: &'static str,
@@ -419,7 +487,7 @@ struct Figure {
 }
 
 /// The headline figures of `RunJson` over the runs.
-fn summary(reports: &[Report]) -> Vec<Figure> {
+pub(crate) fn summary(reports: &[Report]) -> Vec<Figure> {
     let fig = |key, label, unit, scale, get: &dyn Fn(&Report) -> f64| Figure {
         key,
         label,
@@ -463,7 +531,7 @@ fn summary(reports: &[Report]) -> Vec<Figure> {
 fn seeds_text(
     machine: &Machine,
     workload: &str,
-    args: &SimArgs,
+    placement: &Placement,
     seeds: &[u64],
     reports: &[Report],
 ) -> String {
@@ -473,8 +541,8 @@ fn seeds_text(
         s,
         "{workload} on {}: threads {}, data {}, coherence {}, seeds {first}-{last} ({} runs)",
         machine.name,
-        args.threads,
-        args.data,
+        placement.threads,
+        placement.data,
         simulated_coherence(machine),
         seeds.len()
     );
@@ -517,7 +585,7 @@ fn seeds_text(
     s
 }
 
-fn text(machine: &Machine, workload: &str, args: &SimArgs, r: &Report) -> String {
+fn text(machine: &Machine, workload: &str, placement: &Placement, seed: u64, r: &Report) -> String {
     let mut s = String::new();
     let pct = |a: u64, b: u64| {
         if b == 0 {
@@ -531,10 +599,10 @@ fn text(machine: &Machine, workload: &str, args: &SimArgs, r: &Report) -> String
         s,
         "{workload} on {}: threads {}, data {}, coherence {}, seed {}",
         machine.name,
-        args.threads,
-        args.data,
+        placement.threads,
+        placement.data,
         simulated_coherence(machine),
-        args.seed
+        seed
     );
     let _ = writeln!(
         s,

@@ -463,3 +463,127 @@ fn issue4_sim_coherence_flag_overrides_the_machines_protocol() {
             "unknown coherence protocol \"MOSI\"; expected one of MESI, MESIF, MOESI",
         ));
 }
+
+/// `--threads` and `--data` given more than once run every combination (kMAF Fig. 1's T x D) and
+/// compare them with the first: each placement's run is the run `numaff sim` gives for that
+/// placement alone, and its speed is the first one's makespan over its own.
+#[test]
+fn issue4_sim_compares_every_thread_and_data_placement_given() {
+    let base = [
+        "sim",
+        "--machine",
+        "kmaf-sim-4x2",
+        "--workload",
+        "nas-is",
+        "--scale",
+        "0.25",
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter().chain(extra).map(|a| a.to_string()).collect()
+    };
+    let json_of = |extra: &[&str]| {
+        let a = with(extra);
+        json(&a.iter().map(String::as_str).collect::<Vec<&str>>())
+    };
+    let placements = [
+        "--threads",
+        "compact",
+        "--threads",
+        "scatter",
+        "--data",
+        "oracle-local",
+        "--data",
+        "oracle-remote",
+    ];
+    let v = json_of(&[&placements[..], &["--json"]].concat());
+    let ps = v["placements"].as_array().unwrap();
+    let order: Vec<(&str, &str)> = ps
+        .iter()
+        .map(|p| (p["threads"].as_str().unwrap(), p["data"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("compact", "oracle-local"),
+            ("compact", "oracle-remote"),
+            ("scatter", "oracle-local"),
+            ("scatter", "oracle-remote"),
+        ]
+    );
+    let first = ps[0]["runs"][0]["makespan_ns"].as_f64().unwrap();
+    for p in ps {
+        let (t, d) = (p["threads"].as_str().unwrap(), p["data"].as_str().unwrap());
+        let alone = json_of(&["--threads", t, "--data", d, "--json"]);
+        assert_eq!(p["runs"][0], alone, "{t} / {d}");
+        let makespan = alone["makespan_ns"].as_f64().unwrap();
+        // Within a rounding: serde_json's default float parsing may be a unit in the last
+        // place off.
+        let speedup = p["speedup"].as_f64().unwrap();
+        assert!(
+            (speedup - first / makespan).abs() < 1e-12,
+            "{t} / {d}: {speedup}"
+        );
+        assert_eq!(
+            p["summary"]["makespan_ns"]["mean"].as_f64().unwrap(),
+            makespan
+        );
+    }
+    // Pages on the nodes that use them least make the same threads slower (kMAF §3.1).
+    assert!(ps[1]["speedup"].as_f64().unwrap() < 1.0);
+    // The table: a row per placement, the first at 1.00x.
+    numaff()
+        .args(with(&placements))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "nas-is on kmaf-sim-4x2: 4 placements",
+        ))
+        .stdout(predicate::str::is_match(r"\n  compact  oracle-local +[0-9.]+ +1\.00x").unwrap())
+        .stdout(predicate::str::contains("scatter  oracle-remote"));
+    // Over seeds: each placement's runs are its seeds', with the makespan's range.
+    let v = json_of(&[
+        "--threads",
+        "os",
+        "--threads",
+        "compact",
+        "--seeds",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(v["seeds"], serde_json::json!([0, 1]));
+    for p in v["placements"].as_array().unwrap() {
+        assert_eq!(p["runs"].as_array().unwrap().len(), 2);
+        assert_eq!(p["runs"][1]["seed"], 1);
+    }
+    numaff()
+        .args(with(&[
+            "--threads",
+            "os",
+            "--threads",
+            "compact",
+            "--seeds",
+            "2",
+        ]))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("seeds 0-1, means of 2 runs each"))
+        .stdout(predicate::str::contains("range (ms)"));
+    // A bad placement among several is refused before anything runs; a failing run names its
+    // placement.
+    for (extra, says) in [
+        (
+            vec!["--data", "first-touch", "--data", "nowhere"],
+            "unknown data policy \"nowhere\"",
+        ),
+        (
+            vec!["--threads", "compact", "--threads", "0,99"],
+            "cannot simulate nas-is on kmaf-sim-4x2 (threads 0,99, data first-touch, seed 0)",
+        ),
+    ] {
+        numaff()
+            .args(with(&extra))
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(says));
+    }
+}
