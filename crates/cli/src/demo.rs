@@ -204,7 +204,12 @@ fn simulation_example(machine: &numaff_machine::Machine) -> String {
             Err(e) => out.push_str(&format!("  {label:<22} cannot simulate: {e}\n")),
         }
     }
-    out.push_str("  `numaff sim --list-workloads` and `numaff sim --help` for more.\n\n");
+    out.push_str(&format!(
+        "  `numaff sim --machine {} --workload nas-sp --threads compact --threads scatter --data\n  \
+         oracle-local --data oracle-remote` compares placements (kMAF Fig. 1);\n  \
+         `numaff sim --list-workloads` and `numaff sim --help` for more.\n\n",
+        machine.name
+    ));
     out
 }
 
