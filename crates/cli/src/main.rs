@@ -72,6 +72,9 @@ enum Command {
   numaff sim --machine kmaf-sim-4x2 --workload nas-sp --threads compact --data oracle-local
   numaff sim --machine laso-hpl --workload parsec-streamcluster --data interleave --json
   numaff sim --machine kmaf-sim-4x2 --workload my.toml --threads 0,2,4,6 --data bind:0
+  numaff sim --machine laso-hpl --workload nas-sp --seeds 5      the os baseline over 5 seeds
+  numaff sim --machine kmaf-sim-4x2 --workload nas-sp --threads compact --threads scatter
+      --data oracle-local --data oracle-remote      four placements compared (kMAF Fig. 1)
   numaff sim --machine laso-lpl --measure        the simulated MLC matrices
   numaff sim --machine laso-hpl --trace rec.parquet --threads recorded   replay a recorded trace")]
     Sim(sim::SimArgs),
