@@ -19,6 +19,39 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Asserts that `numaff args` fails with `says` in its error.
+fn fails_saying(args: Vec<String>, says: &str) {
+    numaff()
+        .args(args)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(says));
+}
+
+/// `numaff sim` of nas-is at a quarter of its size on kmaf-sim-4x2 (a run of a few ms), with
+/// `extra` arguments.
+fn nas_is(extra: &[&str]) -> Vec<String> {
+    [
+        "sim",
+        "--machine",
+        "kmaf-sim-4x2",
+        "--workload",
+        "nas-is",
+        "--scale",
+        "0.25",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|a| a.to_string())
+    .collect()
+}
+
+/// The JSON `nas_is(extra)` prints (`extra` holds `--json`).
+fn nas_is_json(extra: &[&str]) -> serde_json::Value {
+    let a = nas_is(extra);
+    json(&a.iter().map(String::as_str).collect::<Vec<&str>>())
+}
+
 #[test]
 fn issue4_sim_list_workloads_snapshot() {
     let out = numaff().args(["sim", "--list-workloads"]).output().unwrap();
@@ -248,22 +281,8 @@ fn issue4_sim_huge_pages_flag() {
 /// gives alone, and the summary is taken over them.
 #[test]
 fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
-    let base = [
-        "sim",
-        "--machine",
-        "kmaf-sim-4x2",
-        "--workload",
-        "nas-is",
-        "--scale",
-        "0.25",
-    ];
-    let with = |extra: &[&str]| -> Vec<String> {
-        base.iter().chain(extra).map(|a| a.to_string()).collect()
-    };
-    let json_of = |extra: &[&str]| {
-        let a = with(extra);
-        json(&a.iter().map(String::as_str).collect::<Vec<&str>>())
-    };
+    let with = nas_is;
+    let json_of = nas_is_json;
     let v = json_of(&["--seed", "5", "--seeds", "3", "--json"]);
     assert_eq!(v["seeds"], serde_json::json!([5, 6, 7]));
     let runs = v["runs"].as_array().unwrap();
@@ -300,11 +319,7 @@ fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
             "past the largest seed",
         ),
     ] {
-        numaff()
-            .args(with(&extra))
-            .assert()
-            .failure()
-            .stderr(predicate::str::contains(says));
+        fails_saying(with(&extra), says);
     }
     numaff()
         .args([
@@ -324,26 +339,9 @@ fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
 /// one run after another; a failure names the first failing seed whatever N.
 #[test]
 fn issue4_sim_jobs_run_the_seeds_at_once_with_the_same_figures() {
-    let base = [
-        "sim",
-        "--machine",
-        "kmaf-sim-4x2",
-        "--workload",
-        "nas-is",
-        "--scale",
-        "0.25",
-        "--seed",
-        "5",
-        "--seeds",
-        "3",
-    ];
-    let with = |extra: &[&str]| -> Vec<String> {
-        base.iter().chain(extra).map(|a| a.to_string()).collect()
-    };
-    let json_of = |extra: &[&str]| {
-        let a = with(extra);
-        json(&a.iter().map(String::as_str).collect::<Vec<&str>>())
-    };
+    let seeds = ["--seed", "5", "--seeds", "3"];
+    let with = |extra: &[&str]| nas_is(&[&seeds[..], extra].concat());
+    let json_of = |extra: &[&str]| nas_is_json(&[&seeds[..], extra].concat());
     let one_by_one = json_of(&["--jobs", "1", "--json"]);
     let at_once = json_of(&["--jobs", "3", "--json"]);
     assert_eq!(one_by_one, at_once);
@@ -366,11 +364,7 @@ fn issue4_sim_jobs_run_the_seeds_at_once_with_the_same_figures() {
             "cannot simulate nas-is on kmaf-sim-4x2 (seed 5)",
         ),
     ] {
-        numaff()
-            .args(with(&extra))
-            .assert()
-            .failure()
-            .stderr(predicate::str::contains(says));
+        fails_saying(with(&extra), says);
     }
 }
 
@@ -469,22 +463,8 @@ fn issue4_sim_coherence_flag_overrides_the_machines_protocol() {
 /// placement alone, and its speed is the first one's makespan over its own.
 #[test]
 fn issue4_sim_compares_every_thread_and_data_placement_given() {
-    let base = [
-        "sim",
-        "--machine",
-        "kmaf-sim-4x2",
-        "--workload",
-        "nas-is",
-        "--scale",
-        "0.25",
-    ];
-    let with = |extra: &[&str]| -> Vec<String> {
-        base.iter().chain(extra).map(|a| a.to_string()).collect()
-    };
-    let json_of = |extra: &[&str]| {
-        let a = with(extra);
-        json(&a.iter().map(String::as_str).collect::<Vec<&str>>())
-    };
+    let with = nas_is;
+    let json_of = nas_is_json;
     let placements = [
         "--threads",
         "compact",
@@ -580,10 +560,6 @@ fn issue4_sim_compares_every_thread_and_data_placement_given() {
             "cannot simulate nas-is on kmaf-sim-4x2 (threads 0,99, data first-touch, seed 0)",
         ),
     ] {
-        numaff()
-            .args(with(&extra))
-            .assert()
-            .failure()
-            .stderr(predicate::str::contains(says));
+        fails_saying(with(&extra), says);
     }
 }

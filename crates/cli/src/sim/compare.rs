@@ -101,18 +101,15 @@ pub(super) fn text(
         placements.len(),
         simulated_coherence(machine)
     );
-    let tw = placements
-        .iter()
-        .map(|(p, _)| p.threads.len())
-        .max()
-        .unwrap_or(0)
-        .max("threads".len());
-    let dw = placements
-        .iter()
-        .map(|(p, _)| p.data.len())
-        .max()
-        .unwrap_or(0)
-        .max("data".len());
+    // A column as wide as its header and its longest value.
+    let width = |header: &str, of: &dyn Fn(&Placement) -> usize| {
+        placements
+            .iter()
+            .map(|(p, _)| of(p))
+            .fold(header.len(), usize::max)
+    };
+    let tw = width("threads", &|p| p.threads.len());
+    let dw = width("data", &|p| p.data.len());
     let range = seeds.len() > 1;
     let _ = writeln!(
         s,
