@@ -93,20 +93,7 @@ fn issue4_sim_json_shape() {
     // The queue model's approximation is reported (none in this run).
     assert_eq!(v["report"]["queue_past_history"], 0);
     // The os policy moves threads now and then; the same seed gives the same run.
-    let os = |seed: &str| {
-        json(&[
-            "sim",
-            "--machine",
-            "kmaf-sim-4x2",
-            "--workload",
-            "nas-is",
-            "--scale",
-            "0.25",
-            "--seed",
-            seed,
-            "--json",
-        ])
-    };
+    let os = |seed: &str| nas_is_json(&["--seed", seed, "--json"]);
     assert_eq!(os("3")["report"], os("3")["report"]);
 }
 
@@ -521,29 +508,15 @@ fn issue4_sim_compares_every_thread_and_data_placement_given() {
         .stdout(predicate::str::is_match(r"\n  compact  oracle-local +[0-9.]+ +1\.00x").unwrap())
         .stdout(predicate::str::contains("scatter  oracle-remote"));
     // Over seeds: each placement's runs are its seeds', with the makespan's range.
-    let v = json_of(&[
-        "--threads",
-        "os",
-        "--threads",
-        "compact",
-        "--seeds",
-        "2",
-        "--json",
-    ]);
+    let os_and_compact = ["--threads", "os", "--threads", "compact", "--seeds", "2"];
+    let v = json_of(&[&os_and_compact[..], &["--json"]].concat());
     assert_eq!(v["seeds"], serde_json::json!([0, 1]));
     for p in v["placements"].as_array().unwrap() {
         assert_eq!(p["runs"].as_array().unwrap().len(), 2);
         assert_eq!(p["runs"][1]["seed"], 1);
     }
     numaff()
-        .args(with(&[
-            "--threads",
-            "os",
-            "--threads",
-            "compact",
-            "--seeds",
-            "2",
-        ]))
+        .args(with(&os_and_compact))
         .assert()
         .success()
         .stdout(predicate::str::contains("seeds 0-1, means of 2 runs each"))

@@ -199,7 +199,7 @@ pub fn total_accesses(w: &Workload) -> u64 {
 /// Accesses per page from each node's cpus: what the oracles of kMAF §3.1 place pages by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageProfile {
-    /// Nodes of the machine: the length of each page's row.
+    /// Nodes of the machine (at least 1): the length of each page's row.
     nodes: usize,
     /// Page numbers, in the order they were first accessed.
     pages: Vec<u64>,
@@ -214,7 +214,7 @@ impl PageProfile {
         self.pages
             .iter()
             .copied()
-            .zip(self.counts.chunks_exact(self.nodes.max(1)))
+            .zip(self.counts.chunks_exact(self.nodes))
     }
 
     /// Pages accessed.
@@ -235,7 +235,8 @@ impl PageProfile {
 /// kMAF §3.1 counted accesses in Pin traces the same way). Threads moved by the os policy are
 /// counted on their initial cpu. A thread's accesses to one page in a row are counted as one
 /// run (a sweep touches a 4 KiB page 64 times in a row), and the ops are taken in batches as
-/// the simulator takes them: a std `HashMap` entry per access was a fifth of an oracle run.
+/// the simulator takes them (a std `HashMap` entry per access was 60-80 ms of a 490 ms
+/// oracle-local run of nas-cg at scale 4: crates/workload/README.md).
 pub fn profile(machine: &Machine, p: &Program, cpus: &[u32]) -> PageProfile {
     let shift = if p.huge_pages {
         21
@@ -248,8 +249,7 @@ pub fn profile(machine: &Machine, p: &Program, cpus: &[u32]) -> PageProfile {
         pages: Vec::new(),
         counts: Vec::new(),
     };
-    // Page number -> its row in `out`; foldhash's fixed hasher (no random seed: the same
-    // profile every run, though the rows' order does not depend on it).
+    // Page number -> its row in `out` (rows are in first-access order, whatever the hasher).
     let mut rows: HashMap<u64, usize, foldhash::fast::FixedState> = HashMap::default();
     let mut count = |page: u64, node: usize, n: u64| {
         let row = *rows.entry(page).or_insert_with(|| {

@@ -130,10 +130,6 @@ pub(super) fn text(
         let mean = |get: &dyn Fn(&Report) -> f64| {
             reports.iter().map(get).sum::<f64>() / reports.len().max(1) as f64
         };
-        let makespan = summary(reports)
-            .into_iter()
-            .find(|f| f.key == "makespan_ns")
-            .map(|f| f.spread);
         let local: u64 = reports.iter().map(|r| r.local_accesses).sum();
         let memory: u64 = reports
             .iter()
@@ -145,11 +141,16 @@ pub(super) fn text(
             "-".to_string()
         };
         let speed = speedup(base, reports).map_or("-".to_string(), |x| format!("{x:.2}x"));
-        let spread = match (range, makespan) {
-            (true, Some(m)) => {
-                format!("  {:>13}", format!("{:.3}-{:.3}", m.min / 1e6, m.max / 1e6))
-            }
-            _ => String::new(),
+        let spread = if range {
+            let m = Spread::of(
+                &reports
+                    .iter()
+                    .map(|r| r.makespan_ns as f64 / 1e6)
+                    .collect::<Vec<_>>(),
+            );
+            format!("  {:>13}", format!("{:.3}-{:.3}", m.min, m.max))
+        } else {
+            String::new()
         };
         let _ = writeln!(
             s,
