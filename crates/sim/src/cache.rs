@@ -712,7 +712,8 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                let line = (x >> 8) % (3 * ways as u64 * sets);
+                // Some lines far apart in the same set (equal in their entries' low 32 bits).
+                let line = (x >> 8) % (3 * ways as u64 * sets) + (x >> 62) * (sets << 32);
                 let s = (line % sets) as usize;
                 let base = c.set_of(line);
                 assert_eq!(base, s * ways);
