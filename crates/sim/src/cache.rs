@@ -728,7 +728,7 @@ mod tests {
                     })
                 };
                 let w20 = c.is_w20();
-                match x % 6 {
+                match x % 7 {
                     0 | 1 => {
                         let want = touch(set);
                         let got = if w20 {
@@ -782,9 +782,19 @@ mod tests {
                             assert_eq!(got, want, "fill_absent {step}");
                         }
                     }
-                    _ => {
+                    5 => {
                         let present = model_remove(set, tag);
                         assert_eq!(c.remove(line), present, "remove {step}");
+                    }
+                    _ => {
+                        // The lookups that find a way without moving it (`way_of`).
+                        let way = set.iter().position(|&e| e >> 2 == tag);
+                        let old = way.map(|k| (set[k] & 3) as u8);
+                        assert_eq!(c.state_of(line), old, "state_of {step}");
+                        assert_eq!(c.take_state(line, st), old, "take_state {step}");
+                        if let Some(k) = way {
+                            set[k] = set[k] & !3 | u64::from(st);
+                        }
                     }
                 }
                 assert_eq!(
