@@ -326,9 +326,9 @@ impl Directory {
     /// `lines` entries (issue 4), `lines` being the tracked caches' lines: an entry lives while
     /// it has a holder bit, i.e. nearly always while a tracked cache holds its line, so the
     /// entries rarely outnumber those lines, and a map at most half full then needs no more than
-    /// the power of two at or above twice that. Not a strict bound: a stale holder bit (a write
-    /// that hit in the L2 sets the non-inclusive L3's bit; README, "Performance") can keep an
-    /// entry whose line no cache holds; past the room the map grows into a new table, as without
+    /// the power of two at or above twice that. Not a strict bound: a holder bit that aliases
+    /// another cache's (machines with more tracked caches than bits: crates/sim/README.md, "The
+    /// directory is exact") can keep an entry whose line no cache holds; past the room the map grows into a new table, as without
     /// it, with the same entries. Address space only until the directory grows into it
     /// (`LineMap::with_room`); the shipped workloads stay within it (laso-hpl: 4 Mi slots).
     pub(crate) fn reserve(&mut self, lines: usize) {

@@ -390,7 +390,7 @@ impl<V: Copy + Default> LineMap<V> {
     /// doubled table (`slots` and `shift` already doubled, the new half empty), without a second
     /// table (issue 4): the table keeps its host memory and only the added half is fresh, half
     /// the fresh memory of building a new table, which the kernel must zero (on the development
-    /// VM, 7-14 % of a suite workload's CPU time went to the directory's growth; README,
+    /// VM, 7-14 % of a suite workload's CPU time went to the directory's growth; crates/sim/PERFORMANCE.md,
     /// "Workload suite speed").
     ///
     /// Why no key lands on a slot still holding a key not yet moved. A key of old home `h` has
