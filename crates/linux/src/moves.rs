@@ -28,6 +28,15 @@ use crate::pages::{self, PageStatus, BATCH};
 /// What the status slot holds before the call; the kernel leaves it so for pages it did not get to.
 const UNWRITTEN: libc::c_int = libc::c_int::MIN;
 
+/// How many more times a call tries the pages the kernel reported -EBUSY, after pauses of 1, 2, 4
+/// and 8 ms: at most 15 ms of waiting per call, however many batches it had. A busy page is one
+/// the kernel could not isolate at that moment, after its own retries: another migration holds it
+/// (a NUMA-balancing hinting fault, compaction, khugepaged), or a short-lived reference does. Such
+/// causes pass within milliseconds; a page pinned for good (RDMA, a long-term GUP pin) stays busy
+/// and is counted so. (A 2-node guest test once saw 2 of 64 pages busy while the program's threads
+/// were reading them: the placement failed without these retries.)
+const BUSY_RETRIES: u32 = 4;
+
 /// Where pages go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dest<'a> {
@@ -132,7 +141,8 @@ pub struct MoveCounts {
     pub not_present: u64,
     /// Not in a mapping of the process, or the shared zero page: -EFAULT.
     pub bad_address: u64,
-    /// Could not be isolated right now (locked, under writeback, pinned): -EBUSY. Retry later.
+    /// Could not be isolated (locked, under writeback, pinned, held by another migration): -EBUSY,
+    /// still so after the call's retries (`BUSY_RETRIES`). Retry later.
     pub busy: u64,
     /// No free memory on the target node: per-page -ENOMEM, or the pages of a batch the kernel gave
     /// up on with ENOMEM that are not on the target afterwards.
@@ -208,8 +218,11 @@ pub struct MoveProgress {
     pub remaining: usize,
     /// Time spent in this call.
     pub elapsed: Duration,
-    /// move_pages calls made (queries included).
+    /// move_pages calls made (queries and retries of busy pages included).
     pub calls: u32,
+    /// Pages the kernel reported busy that the call tried again (`BUSY_RETRIES`); those still busy
+    /// after the retries are counted in `counts.busy`.
+    pub busy_retried: u64,
     /// The target process exited after some pages were handled; the call ended there.
     pub target_exited: bool,
 }
@@ -298,6 +311,9 @@ fn move_error(pid: i32, scope: Scope, dest_nodes: &CpuSet, errno: i32) -> LinuxE
 /// pages already on their target, absent or unmapped are counted and not passed to the kernel; the
 /// rest are moved and their status counted.
 ///
+/// Pages the kernel reports busy (-EBUSY) are tried again at the end of the call, up to
+/// `BUSY_RETRIES` times after short pauses (at most 15 ms in all); those still busy are counted busy.
+///
 /// A whole-call failure in the first batch is an error (process exited, permission, node without
 /// memory, node outside the cpuset); pages of earlier batches stay moved. If the process exits after
 /// some batches, the call returns its progress with `target_exited`.
@@ -317,6 +333,8 @@ pub fn move_pages(
         remaining: addrs.len(),
         ..MoveProgress::default()
     };
+    // Pages reported busy, with their target node: tried again at the end.
+    let mut busy: Vec<(u64, libc::c_int)> = Vec::new();
     while p.done < addrs.len() {
         let out_of_pages = budget.max_pages.is_some_and(|m| p.done >= m);
         let out_of_time = budget.max_time.is_some_and(|t| start.elapsed() >= t);
@@ -328,7 +346,15 @@ pub fn move_pages(
             n = n.min(m.saturating_sub(p.done).max(1));
         }
         let chunk = &addrs[p.done..p.done + n];
-        match move_batch(pid, chunk, dest.from(p.done), scope, &dest_nodes, &mut p) {
+        match move_batch(
+            pid,
+            chunk,
+            dest.from(p.done),
+            scope,
+            &dest_nodes,
+            &mut p,
+            &mut busy,
+        ) {
             Ok(()) => {}
             Err(e) if p.done > 0 && e.errno() == Some(libc::ESRCH) => {
                 p.target_exited = true;
@@ -339,8 +365,89 @@ pub fn move_pages(
         p.done += n;
         p.remaining = addrs.len() - p.done;
     }
+    if !p.target_exited {
+        p.busy_retried = busy.len() as u64;
+        let mover = |a: &[u64], n: &[libc::c_int], st: &mut [libc::c_int]| {
+            move_or_query(pid, a, n, st, scope)
+        };
+        let pause = |attempt: u32| std::thread::sleep(Duration::from_millis(1 << attempt));
+        retry_busy(&mut busy, &mut p.counts, &mut p.calls, mover, pause);
+    }
     p.elapsed = start.elapsed();
     Ok(p)
+}
+
+/// One move_pages call for a retry, with a target node out of memory (the whole call fails with
+/// ENOMEM, part of it done) turned into per-page statuses by a query, as `move_batch` counts them:
+/// the node where a page reached its target, -ENOENT where it is gone, -ENOMEM otherwise.
+fn move_or_query(
+    pid: i32,
+    addrs: &[u64],
+    nodes: &[libc::c_int],
+    status: &mut [libc::c_int],
+    scope: Scope,
+) -> std::result::Result<(), i32> {
+    match raw_move(pid, addrs, nodes, status, scope.flags()) {
+        Ok(_) => Ok(()),
+        Err(libc::ENOMEM) => {
+            let after = pages::query(pid, addrs).map_err(|_| libc::ENOMEM)?;
+            for ((slot, s), want) in status.iter_mut().zip(&after.status).zip(nodes) {
+                *slot = match *s {
+                    PageStatus::Node(n) if n as libc::c_int == *want => *want,
+                    PageStatus::NotPresent => -libc::ENOENT,
+                    _ => -libc::ENOMEM,
+                };
+            }
+            Ok(())
+        }
+        Err(errno) => Err(errno),
+    }
+}
+
+/// Tries the `busy` pages (address, target node) again, up to `BUSY_RETRIES` times, each after
+/// `pause(attempt)`, with `mover` (one move_pages call: per-page statuses, or the errno of a whole
+/// failed call). Each page that is no longer busy leaves the busy count for what became of it; a
+/// whole failed call (the target exited, say) ends the retries with the pages still busy.
+fn retry_busy(
+    busy: &mut Vec<(u64, libc::c_int)>,
+    counts: &mut MoveCounts,
+    calls: &mut u32,
+    mut mover: impl FnMut(&[u64], &[libc::c_int], &mut [libc::c_int]) -> std::result::Result<(), i32>,
+    mut pause: impl FnMut(u32),
+) {
+    for attempt in 0..BUSY_RETRIES {
+        if busy.is_empty() {
+            return;
+        }
+        pause(attempt);
+        let addrs: Vec<u64> = busy.iter().map(|&(a, _)| a).collect();
+        let nodes: Vec<libc::c_int> = busy.iter().map(|&(_, n)| n).collect();
+        let mut status = vec![UNWRITTEN; addrs.len()];
+        *calls += 1;
+        if mover(&addrs, &nodes, &mut status).is_err() {
+            return;
+        }
+        let mut still = Vec::new();
+        for ((&s, &want), &addr) in status.iter().zip(&nodes).zip(&addrs) {
+            if s == -libc::EBUSY {
+                still.push((addr, want));
+                continue;
+            }
+            counts.busy -= 1;
+            count_status(counts, s, want);
+        }
+        *busy = still;
+    }
+}
+
+/// Counts one page's move_pages status against its target node `want`.
+fn count_status(counts: &mut MoveCounts, s: libc::c_int, want: libc::c_int) {
+    match s {
+        s if s == want => counts.moved += 1,
+        UNWRITTEN => counts.failed += 1,
+        s if s >= 0 => counts.elsewhere += 1,
+        s => counts.count_error(-s),
+    }
 }
 
 fn move_batch(
@@ -350,6 +457,7 @@ fn move_batch(
     scope: Scope,
     dest_nodes: &CpuSet,
     p: &mut MoveProgress,
+    busy: &mut Vec<(u64, libc::c_int)>,
 ) -> Result<()> {
     let before = pages::query(pid, chunk).map_err(|e| match e {
         LinuxError::Sys(s) => {
@@ -379,13 +487,11 @@ fn move_batch(
         p.calls += 1;
         match raw_move(pid, &todo, &nodes, &mut status, scope.flags()) {
             Ok(_) => {
-                for (s, want) in status.iter().zip(&nodes) {
-                    match *s {
-                        s if s == *want => counts.moved += 1,
-                        UNWRITTEN => counts.failed += 1,
-                        s if s >= 0 => counts.elsewhere += 1,
-                        s => counts.count_error(-s),
+                for ((&s, &want), &addr) in status.iter().zip(&nodes).zip(&todo) {
+                    if s == -libc::EBUSY {
+                        busy.push((addr, want));
                     }
+                    count_status(&mut counts, s, want);
                 }
             }
             Err(libc::ENOMEM) => {
@@ -524,6 +630,103 @@ mod tests {
         let e = migrate_pages(pid, &zero, &zero).unwrap_err();
         assert!(e.to_string().ends_with("has exited"), "{e}");
         child.wait().unwrap();
+    }
+
+    /// `retry_busy` with a fake move_pages: `script[page]` is what the page reports on successive
+    /// retries (the last one repeats); returns the counts, the calls and the pauses asked for.
+    fn retry_with(
+        start: MoveCounts,
+        want: &[(u64, libc::c_int)],
+        script: &BTreeMap<u64, Vec<libc::c_int>>,
+        fail_call: Option<i32>,
+    ) -> (MoveCounts, u32, Vec<u32>, Vec<(u64, libc::c_int)>) {
+        let mut busy = want.to_vec();
+        let mut counts = start;
+        let mut calls = 0;
+        let mut pauses = Vec::new();
+        let mut tries: BTreeMap<u64, usize> = BTreeMap::new();
+        let mover = |a: &[u64], n: &[libc::c_int], st: &mut [libc::c_int]| {
+            assert_eq!(a.len(), n.len());
+            if let Some(errno) = fail_call {
+                return Err(errno);
+            }
+            for (addr, slot) in a.iter().zip(st.iter_mut()) {
+                let k = tries.entry(*addr).or_insert(0);
+                let seq = &script[addr];
+                *slot = seq[(*k).min(seq.len() - 1)];
+                *k += 1;
+            }
+            Ok(())
+        };
+        retry_busy(&mut busy, &mut counts, &mut calls, mover, |k| {
+            pauses.push(k)
+        });
+        (counts, calls, pauses, busy)
+    }
+
+    #[test]
+    fn issue7_busy_pages_are_tried_again_until_they_move() {
+        let start = MoveCounts {
+            moved: 5,
+            busy: 2,
+            ..MoveCounts::default()
+        };
+        let script = BTreeMap::from([(0x1000, vec![-libc::EBUSY, 1]), (0x2000, vec![1])]);
+        let (c, calls, pauses, left) =
+            retry_with(start, &[(0x1000, 1), (0x2000, 1)], &script, None);
+        assert_eq!((c.moved, c.busy, c.total()), (7, 0, 7));
+        assert_eq!(calls, 2, "the second retry takes only the page still busy");
+        assert_eq!(pauses, vec![0, 1]);
+        assert!(left.is_empty());
+    }
+
+    #[test]
+    fn issue7_a_page_busy_for_good_is_tried_a_bounded_number_of_times() {
+        let start = MoveCounts {
+            busy: 1,
+            ..MoveCounts::default()
+        };
+        let script = BTreeMap::from([(0x1000, vec![-libc::EBUSY])]);
+        let (c, calls, pauses, left) = retry_with(start, &[(0x1000, 0)], &script, None);
+        assert_eq!((c.busy, c.moved), (1, 0));
+        assert_eq!(calls, BUSY_RETRIES);
+        // The pauses are 1 << attempt ms: 15 ms in all.
+        assert_eq!(pauses.iter().map(|k| 1u32 << k).sum::<u32>(), 15);
+        assert_eq!(left, vec![(0x1000, 0)]);
+    }
+
+    #[test]
+    fn issue7_retried_pages_are_counted_for_what_became_of_them() {
+        let start = MoveCounts {
+            busy: 3,
+            ..MoveCounts::default()
+        };
+        // Unmapped meanwhile, moved there by someone else, and a status the kernel left unwritten.
+        let script = BTreeMap::from([
+            (0x1000, vec![-libc::ENOENT]),
+            (0x2000, vec![0]),
+            (0x3000, vec![UNWRITTEN]),
+        ]);
+        let want = [(0x1000, 1), (0x2000, 1), (0x3000, 1)];
+        let (c, calls, _, _) = retry_with(start, &want, &script, None);
+        assert_eq!(
+            (c.busy, c.not_present, c.elsewhere, c.failed, c.total()),
+            (0, 1, 1, 1, 3)
+        );
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn issue7_a_failed_retry_call_leaves_the_pages_busy() {
+        let start = MoveCounts {
+            busy: 2,
+            ..MoveCounts::default()
+        };
+        let script = BTreeMap::from([(0x1000, vec![1]), (0x2000, vec![1])]);
+        let want = [(0x1000, 1), (0x2000, 1)];
+        let (c, calls, pauses, left) = retry_with(start, &want, &script, Some(libc::ESRCH));
+        assert_eq!((c.busy, c.moved), (2, 0));
+        assert_eq!((calls, pauses.len(), left.len()), (1, 1, 2));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //!   eperm                            a copy of this program as uid 65534 acts on a root process
 //!   stress --runs R --seed S --pages N --max-ms M   randomised moves while a writer checks its data
 //!   bench --pages N --batches 1,16,256,4096 --reps R   raw move_pages pages/s per batch size
+//!   contend --pages N --rounds R     moves while a second thread moves the same pages back
 //!   hold, writer, mover, refused     the child roles of the above
 
 use std::collections::BTreeMap;
@@ -51,6 +52,7 @@ fn main() {
         "eperm" => cmd_eperm(&o),
         "stress" => cmd_stress(&o),
         "bench" => cmd_bench(&o),
+        "contend" => cmd_contend(&o),
         "hold" => cmd_hold(&o),
         "writer" => cmd_writer(&o),
         "mover" => cmd_mover(&o),
@@ -1229,6 +1231,62 @@ fn raw_move(addrs: &[u64], node: i32) -> R<usize> {
         return Err(format!("move_pages: {}", std::io::Error::last_os_error()));
     }
     Ok(status.iter().filter(|&&s| s == node).count())
+}
+
+/// `contend`: this process moves its pages between nodes 0 and 1, `rounds` times, while a second
+/// thread moves the same pages the other way with raw move_pages: the kernel reports the pages the
+/// other thread holds isolated as busy, which `moves::move_pages` tries again before it returns.
+/// Then, alone, one more move places every page on node 1, the data intact.
+fn cmd_contend(o: &Opts) -> R<()> {
+    let n = o.num("pages", 256)? as usize;
+    let rounds = o.num("rounds", 40)?;
+    let seed = 11;
+    let b = alloc_on(0, n, seed)?;
+    let addrs = b.addrs();
+    let stop = AtomicBool::new(false);
+    let (mut retried, mut still_busy, mut calls) = (0, 0, 0);
+    let other_moves = std::thread::scope(|s| -> R<u64> {
+        let other = s.spawn(|| {
+            let mut k = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let _ = raw_move(&addrs, (k % 2) as i32);
+                k += 1;
+            }
+            k
+        });
+        let mut result = Ok(());
+        for i in 0..rounds {
+            let to = Dest::Node(((i + 1) % 2) as u32);
+            match moves::move_pages(0, &addrs, to, Scope::Private, Budget::UNLIMITED) {
+                Ok(p) => {
+                    retried += p.busy_retried;
+                    still_busy += p.counts.busy;
+                    calls += u64::from(p.calls);
+                }
+                Err(e) => {
+                    result = Err(e2s(e));
+                    break;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let k = other
+            .join()
+            .map_err(|_| "the other mover panicked".to_string())?;
+        result.map(|()| k)
+    })?;
+    let fin = moves::move_pages(0, &addrs, Dest::Node(1), Scope::Private, Budget::UNLIMITED)
+        .map_err(e2s)?;
+    out("contend.pages", n);
+    out("contend.rounds", rounds);
+    out("contend.calls", calls);
+    out("contend.other_moves", other_moves);
+    out("contend.busy_retried", retried);
+    out("contend.still_busy", still_busy);
+    out("contend.final", fmt_counts(&fin.counts));
+    out("contend.final.query", fmt_nodes(&per_node(0, &addrs)?));
+    out("contend.bad", bad_pages(&b, seed));
+    Ok(())
 }
 
 fn cmd_bench(o: &Opts) -> R<()> {
