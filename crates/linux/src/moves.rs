@@ -377,9 +377,21 @@ pub fn move_pages(
     Ok(p)
 }
 
-/// One move_pages call for a retry, with a target node out of memory (the whole call fails with
-/// ENOMEM, part of it done) turned into per-page statuses by a query, as `move_batch` counts them:
-/// the node where a page reached its target, -ENOENT where it is gone, -ENOMEM otherwise.
+/// The per-page statuses of a move_pages call that failed with ENOMEM (a target node out of memory,
+/// part of the call done), from a query `after` it: the target where a page reached it, -ENOENT
+/// where the page is gone, -ENOMEM otherwise.
+fn statuses_after_enomem(after: &[PageStatus], nodes: &[libc::c_int], status: &mut [libc::c_int]) {
+    for ((slot, s), want) in status.iter_mut().zip(after).zip(nodes) {
+        *slot = match *s {
+            PageStatus::Node(n) if n as libc::c_int == *want => *want,
+            PageStatus::NotPresent => -libc::ENOENT,
+            _ => -libc::ENOMEM,
+        };
+    }
+}
+
+/// One move_pages call for a retry, an ENOMEM failure turned into per-page statuses by a query
+/// (`statuses_after_enomem`), as `move_batch` does.
 fn move_or_query(
     pid: i32,
     addrs: &[u64],
@@ -391,13 +403,7 @@ fn move_or_query(
         Ok(_) => Ok(()),
         Err(libc::ENOMEM) => {
             let after = pages::query(pid, addrs).map_err(|_| libc::ENOMEM)?;
-            for ((slot, s), want) in status.iter_mut().zip(&after.status).zip(nodes) {
-                *slot = match *s {
-                    PageStatus::Node(n) if n as libc::c_int == *want => *want,
-                    PageStatus::NotPresent => -libc::ENOENT,
-                    _ => -libc::ENOMEM,
-                };
-            }
+            statuses_after_enomem(&after.status, nodes, status);
             Ok(())
         }
         Err(errno) => Err(errno),
@@ -486,27 +492,20 @@ fn move_batch(
         let mut status = vec![UNWRITTEN; todo.len()];
         p.calls += 1;
         match raw_move(pid, &todo, &nodes, &mut status, scope.flags()) {
-            Ok(_) => {
-                for ((&s, &want), &addr) in status.iter().zip(&nodes).zip(&todo) {
-                    if s == -libc::EBUSY {
-                        busy.push((addr, want));
-                    }
-                    count_status(&mut counts, s, want);
-                }
-            }
+            Ok(_) => {}
             Err(libc::ENOMEM) => {
                 // The target ran out of memory part way: see what did move.
                 let after = pages::query(pid, &todo)?;
                 p.calls += 1;
-                for (s, want) in after.status.iter().zip(&nodes) {
-                    match *s {
-                        PageStatus::Node(n) if n as libc::c_int == *want => counts.moved += 1,
-                        PageStatus::NotPresent => counts.not_present += 1,
-                        _ => counts.no_memory += 1,
-                    }
-                }
+                statuses_after_enomem(&after.status, &nodes, &mut status);
             }
             Err(errno) => return Err(move_error(pid, scope, dest_nodes, errno)),
+        }
+        for ((&s, &want), &addr) in status.iter().zip(&nodes).zip(&todo) {
+            if s == -libc::EBUSY {
+                busy.push((addr, want));
+            }
+            count_status(&mut counts, s, want);
         }
     }
     p.counts.add(&counts);
