@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The simulator's figures as one checksum per run, for checking that a speed change to crates/sim
-# left them bit for bit as they were (issue 4): 18 workloads x 8 machine / placement / protocol
-# configurations. Run it with the numaff binary of each build and compare the two outputs:
+# left them bit for bit as they were (issue 4): every shipped workload (`--list-workloads`) x 8
+# machine / placement / protocol configurations. Run it with the numaff binary of each build and
+# compare the two outputs:
 #   scripts/sim-figures.sh target/release/numaff > after.txt; diff before.txt after.txt
 set -euo pipefail
 numaff=${1:?usage: scripts/sim-figures.sh NUMAFF_BINARY}
-workloads="nas-bt nas-cg nas-dc nas-ep nas-ft nas-is nas-lu nas-mg nas-sp nas-ua
-  parsec-streamcluster parsec-canneal parsec-dedup parsec-ferret parsec-facesim
-  parsec-fluidanimate parsec-x264 mix-queue"
+# The list's rows: a name, then its program count.
+workloads=$("$numaff" sim --list-workloads | awk 'NF > 2 && $2 ~ /^[0-9]+$/ { print $1 }')
+[ -n "$workloads" ] || { echo "sim-figures: $numaff listed no workloads" >&2; exit 1; }
 configs=(
   "laso-hpl os first-touch"
   "laso-hpl scatter interleave"
