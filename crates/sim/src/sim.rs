@@ -71,6 +71,8 @@ const BATCH: usize = 32;
 /// Distance (in ops) at which the directory slots of the lines those accesses will evict are
 /// fetched; their sets were fetched `LOOKAHEAD - VICTIM_AHEAD` ops earlier.
 const VICTIM_AHEAD: usize = 3;
+/// Pages a process's `page_list` has room for before it moves (as `pages::ENTRIES_ROOM`).
+const PAGE_LIST_ROOM: usize = 1 << 22;
 /// No page slot looked up ahead (`Simulator::cur_page`, `Hot::ahead_page`).
 const NO_PAGE: usize = usize::MAX;
 
@@ -764,7 +766,7 @@ impl Simulator {
             pages: PageTable::default(),
             private_pages: 0,
             turned_shared: 0,
-            page_list: Vec::new(),
+            page_list: crate::hostmem::filled_with_room(0, PAGE_LIST_ROOM, 0u64),
             scan_cursor: u64::MAX,
             armed: 0,
             live: n,
