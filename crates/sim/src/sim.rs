@@ -30,6 +30,8 @@ use crate::rng::Rng;
 use crate::stream::{Access, DataPolicy, Op, OpSource, ProcessSpec};
 use crate::window::Window;
 
+mod fast;
+
 /// Multiplicative hasher for line and page numbers (FxHash); maps are never iterated, so their order
 /// cannot leak into the figures.
 #[derive(Default, Clone, Copy)]
@@ -96,6 +98,30 @@ fn and_not(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
 #[inline]
 fn any(a: [u64; 2]) -> bool {
     (a[0] | a[1]) != 0
+}
+
+/// The node position that page `vp`, first touched from node position `node`, goes to under
+/// `policy` (`mem_nodes`: the positions of the nodes with memory, never empty).
+#[inline]
+fn first_touch_home(
+    policy: &DataPolicy,
+    mem_nodes: &[usize],
+    machine: &Machine,
+    node: usize,
+    vp: u64,
+) -> usize {
+    match policy {
+        DataPolicy::FirstTouch => node,
+        DataPolicy::Interleave => mem_nodes
+            .get((vp % (mem_nodes.len() as u64).max(1)) as usize)
+            .copied()
+            .unwrap_or(node),
+        DataPolicy::Bind(id) => machine.node_index(*id).unwrap_or(node),
+        DataPolicy::Explicit(m) => m
+            .get(&vp)
+            .and_then(|id| machine.node_index(*id))
+            .unwrap_or(node),
+    }
 }
 
 struct CacheInst {
@@ -391,6 +417,10 @@ struct Stats {
     page_migrations: u64,
     page_migration_cost: f64,
     samples: u64,
+    /// Accesses the fast path ran (`fast.rs`), and the ones it handed back, by `fast::Rest`
+    /// (write hits, third-level tails, deferred steps).
+    fast_accesses: u64,
+    fast_bails: [u64; 3],
 }
 
 /// The coherence protocol the simulator applies on `machine`: its own, or MESIF's rule where
@@ -455,6 +485,13 @@ pub struct Simulator {
     private_lines: bool,
     /// A PU of each private domain (`Pu::domain`).
     domain_pu: Vec<usize>,
+    /// Whether `run_pu_in` runs private lines on `P8W20Geom` paths through `fast.rs`, and
+    /// whether also when it picks a thread while the directory holds lines (`Cx::dir_used`:
+    /// only for tests of the path's hand-backs; its lookahead fetches no directory slots).
+    fast_path: bool,
+    fast_on_directory: bool,
+    /// The least time to the horizon for which it does (`fast::MIN_RUN_NS`; tests lower it).
+    fast_min_run_ns: f64,
     /// A PU joined the runnable ones (`enqueue`) since `run_until` last computed a horizon: the
     /// PU running must stop, so that the next horizon counts the PUs woken (issue 4).
     woke: bool,
@@ -486,6 +523,38 @@ impl Hot {
             l1_misses: 0,
             ops_done: false,
         }
+    }
+
+    /// The time an access `a` issues at on a PU whose clock is `clock`: after its compute and
+    /// issue cycles, after the access before it if it depends on it, and once fewer than `mlp`
+    /// accesses are outstanding (no wait while fewer are out). Counts it.
+    #[inline(always)]
+    fn issue(&mut self, a: Access, clock: f64, issue_cycles: f64, cycle_ns: f64) -> f64 {
+        let mut t = clock + (f64::from(a.compute_cycles) + issue_cycles) * cycle_ns;
+        if a.dependent {
+            t = later(t, self.last_done);
+        }
+        t = later(t, self.window.oldest());
+        self.accesses += 1;
+        t
+    }
+
+    /// An access issued at `t` completes `lat` later.
+    #[inline(always)]
+    fn complete(&mut self, t: f64, lat: f64) {
+        let done = t + lat;
+        self.window.push(done);
+        self.last_done = done;
+    }
+
+    /// Appends an op to the lookahead ring (`ahead`), with its last-level set and page slot.
+    #[inline(always)]
+    fn push_ahead(&mut self, op: Op, llc: (usize, usize), page: usize) {
+        let slot = (usize::from(self.ahead_head) + usize::from(self.ahead_len)) % LOOKAHEAD;
+        self.ahead[slot] = op;
+        self.ahead_llc[slot] = llc;
+        self.ahead_page[slot] = page;
+        self.ahead_len += 1;
     }
 
     /// The thread's next op from its generator (None once it has ended), refilling the batch
@@ -696,6 +765,9 @@ impl Simulator {
             cur_page: NO_PAGE,
             woke: false,
             private_lines,
+            fast_path: true,
+            fast_on_directory: false,
+            fast_min_run_ns: fast::MIN_RUN_NS,
             domain_pu,
             run: Box::new(Hot::new(Box::new(std::iter::empty()), u64::MAX, 0, 0.0)),
         }
@@ -1159,7 +1231,21 @@ impl Simulator {
             let shared = self.pus[p].runq.len() > 1;
             let slice_end = self.pus[p].slice_end;
             let mut clock = self.pus[p].clock;
+            // Private lines on a `P8W20Geom` path: the fast path (`fast.rs`) while it applies.
+            let mut fast = G::P8
+                && G::W20
+                && self.fast_path
+                && cx.private
+                && (!cx.dir_used || self.fast_on_directory)
+                && !cx.armed
+                && cx.p3.is_some();
+            let limit = if shared { slice_end } else { f64::INFINITY };
             loop {
+                // Only towards a far horizon: a run of a few accesses (PUs a quantum apart) costs
+                // the loop's entry and exit more than it saves.
+                if fast && horizon - clock > self.fast_min_run_ns {
+                    (clock, fast) = self.run_fast::<D, G>(ti, &cx, clock, horizon, limit);
+                }
                 if clock > horizon {
                     self.pus[p].clock = clock;
                     self.stop(ti);
@@ -1410,14 +1496,9 @@ impl Simulator {
     #[inline(always)]
     fn step<D: Form, G: Geom>(&mut self, ti: usize, cx: &Cx, a: Access, clock: f64) -> f64 {
         let p = cx.p;
-        let th = &mut *self.run;
-        let mut t = clock + (f64::from(a.compute_cycles) + self.cfg.issue_cycles) * self.cycle_ns;
-        if a.dependent {
-            t = later(t, th.last_done);
-        }
-        // Waits for the oldest of `mlp` outstanding accesses (none while fewer are out).
-        t = later(t, th.window.oldest());
-        th.accesses += 1;
+        let t = self
+            .run
+            .issue(a, clock, self.cfg.issue_cycles, self.cycle_ns);
         // `armed` only falls while `run_pu` runs (`induce_faults` arms pages between its calls).
         let induced = if cx.armed && self.procs[cx.pi].armed > 0 {
             self.induced_fault(ti, p, t, a.vaddr)
@@ -1426,14 +1507,27 @@ impl Simulator {
         };
         let (lat, mut stall) = self.access::<D, G>(ti, cx, t, a);
         stall += induced;
+        self.step_end(ti, p, t, lat, stall, a)
+    }
+
+    /// The end of `step` for an access issued at `t` that takes `lat` after a stall of `stall`:
+    /// the clock after it, a hardware sample if it is due.
+    #[inline(always)]
+    fn step_end(
+        &mut self,
+        ti: usize,
+        p: usize,
+        mut t: f64,
+        lat: f64,
+        stall: f64,
+        a: Access,
+    ) -> f64 {
         if stall > 0.0 {
             self.pus[p].clock = t;
             t = self.drain(p) + stall;
         }
-        let done = t + lat;
         let th = &mut *self.run;
-        th.window.push(done);
-        th.last_done = done;
+        th.complete(t, lat);
         if th.sample_countdown != u64::MAX {
             th.sample_countdown -= 1;
             if th.sample_countdown == 0 {
@@ -1721,13 +1815,31 @@ impl Simulator {
         if hit.is_some() {
             self.stats.hits[2] += 1;
         }
-        // A private line's coherence here, inlined. A line the third level holds `SHARED` is in
-        // the directory, so its page is shared: no need to look the page up.
+        self.l3_tail::<D, G>(ti, cx, f, key, t, a.write, hit3)
+    }
+
+    /// The end of `access_beyond_l1_3` once the third level's lookup gave `hit3` (the first two
+    /// levels missed): the coherence actions. A private line's are inlined; a line the third
+    /// level holds `SHARED` is in the directory, so its page is shared: no need to look the page
+    /// up.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn l3_tail<D: Form, G: Geom>(
+        &mut self,
+        ti: usize,
+        cx: &Cx,
+        f: Path3,
+        key: u64,
+        t: f64,
+        write: bool,
+        hit3: Option<u8>,
+    ) -> (f64, f64) {
+        let hit = hit3.map(|_| 2);
         if cx.private && hit3 != Some(SHARED) && self.private_page::<D>(cx, key) {
             let l3_dirty = hit3 == Some(MODIFIED);
-            return self.coherent_private::<D, G>(ti, cx, f, key, t, a.write, hit, l3_dirty);
+            return self.coherent_private::<D, G>(ti, cx, f, key, t, write, hit, l3_dirty);
         }
-        self.coherent::<D, G>(ti, cx, key, t, a.write, hit, false)
+        self.coherent::<D, G>(ti, cx, key, t, write, hit, false)
     }
 
     /// Starts the host's fetch of what the eviction of `v` from the second level of `f` will
@@ -2340,16 +2452,7 @@ impl Simulator {
                 usize::from(pg.node)
             }
             None => {
-                let n_mem = self.mem_nodes.len() as u64;
-                let home = match &pr.policy {
-                    DataPolicy::FirstTouch => node,
-                    DataPolicy::Interleave => self.mem_nodes[(vp % n_mem.max(1)) as usize],
-                    DataPolicy::Bind(id) => self.machine.node_index(*id).unwrap_or(node),
-                    DataPolicy::Explicit(m) => m
-                        .get(&vp)
-                        .and_then(|id| self.machine.node_index(*id))
-                        .unwrap_or(node),
-                };
+                let home = first_touch_home(&pr.policy, &self.mem_nodes, &self.machine, node, vp);
                 pr.pages.insert_in(
                     slot,
                     vp,
@@ -2601,6 +2704,23 @@ impl Simulator {
     pub fn without_private_lines(mut self) -> Self {
         debug_assert_eq!(self.stats.accesses, 0, "private lines turned off mid-run");
         self.private_lines = false;
+        self
+    }
+
+    /// This simulator without the private-line fast path (`fast.rs`): the same figures, more
+    /// host time. For checking that claim and for measuring the path.
+    #[doc(hidden)]
+    pub fn without_fast_path(mut self) -> Self {
+        self.fast_path = false;
+        self
+    }
+
+    /// This simulator running the fast path also where a thread is picked while the directory
+    /// holds lines (tests: it then meets directory lines, which it hands back; the figures are
+    /// the same, the host time longer where lines are shared).
+    #[cfg(test)]
+    fn with_fast_path_on_directory_lines(mut self) -> Self {
+        self.fast_on_directory = true;
         self
     }
 
