@@ -36,10 +36,9 @@ impl Evicted {
 /// an entry is `(line + 1) << 2 | state`, 0 for an empty way.
 #[derive(Debug, Clone)]
 pub struct SetAssoc {
-    entries: Vec<u64>,
-    /// Where the sets start in `entries` (`hostmem::zeros_aligned`; 0 for a `is_p8` cache, whose
-    /// lookups compute their set's place themselves).
-    off: usize,
+    /// The sets, `ways` entries each (`hostmem::Zeroed`: a large array starts on a 2 MiB
+    /// boundary, on huge pages, and a new simulator's arrays are fresh zero pages).
+    entries: crate::hostmem::Zeroed<u64>,
     ways: usize,
     sets: u64,
     mask: Option<u64>,
@@ -314,14 +313,8 @@ impl SetAssoc {
         }
         let sets = (lines / ways).max(1);
         let n = (sets * ways) as usize;
-        let (entries, off) = if ways == 8 && sets.is_power_of_two() {
-            (crate::hostmem::zeros(n), 0)
-        } else {
-            crate::hostmem::zeros_aligned(n)
-        };
         SetAssoc {
-            entries,
-            off,
+            entries: crate::hostmem::Zeroed::new(n),
             ways: ways as usize,
             sets,
             mask: sets.is_power_of_two().then(|| sets - 1),
@@ -339,7 +332,7 @@ impl SetAssoc {
             Some(m) => line & m,
             None => fastmod(line, self.magic, self.sets),
         };
-        s as usize * self.ways + self.off
+        s as usize * self.ways
     }
 
     /// Starts the host's fetch of the line's set (every host cache line of it), without waiting:
@@ -748,7 +741,7 @@ mod tests {
                     }
                 }
             }
-            assert_eq!(a.entries, b.entries, "entries after op {i}");
+            assert_eq!(a.entries[..], b.entries[..], "entries after op {i}");
         }
     }
 
@@ -757,8 +750,8 @@ mod tests {
         // 20-way caches with a set count that is not a power of two (as laso-hpl's L3) and one
         // that is (agung-xeon2's), through the `*_w20` lookups, and an 8-way one through the
         // general ones (with change 23's `match8` and `to_front8`), against a plain model of
-        // each set; and laso-hpl's L3 itself, whose 26 MB of tags start at an offset into their
-        // buffer (`hostmem::zeros_aligned`).
+        // each set; and laso-hpl's L3 itself, whose 3.2 MB of tags have a mapping of their own
+        // (`hostmem::Zeroed`).
         for (ways, sets) in [(20usize, 48u64), (20, 64), (8, 64), (20, 20_480)] {
             let mut c = SetAssoc::new(64 * ways as u64 * sets, 64, ways as u32);
             assert_eq!(c.is_w20(), ways == 20);
@@ -772,7 +765,7 @@ mod tests {
                 let line = (x >> 8) % (3 * ways as u64 * sets) + (x >> 62) * (sets << 32);
                 let s = (line % sets) as usize;
                 let base = c.set_of(line);
-                assert_eq!(base, s * ways + c.off);
+                assert_eq!(base, s * ways);
                 let set = &mut model[s];
                 let tag = line + 1;
                 let st = (step % 3) as u8;
@@ -1002,7 +995,7 @@ mod tests {
                 }
                 assert_eq!(a.lru(line), b.lru(line));
             }
-            assert_eq!(a.entries, b.entries);
+            assert_eq!(a.entries[..], b.entries[..]);
         }
     }
 

@@ -68,43 +68,102 @@ pub(crate) fn extend_filled<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) -> bool
     true
 }
 
-/// `n` zeros, on huge pages where they span one. The zeros come from the allocator untouched
-/// (lazily zeroed pages), so a big array of which a run uses little costs little.
-pub(crate) fn zeros(n: usize) -> Vec<u64> {
-    let v = vec![0u64; n];
-    advise_huge(&v);
-    v
+/// `n` zeros for a large table: from `MAP_MIN` bytes in an anonymous mapping of its own, so
+/// that only the pages a run touches cost anything, each a fresh zero page from the kernel
+/// (the allocator would hand a new simulator the memory a freed one held, and clear all of it,
+/// `memset`), starting on a 2 MiB boundary with its whole 2 MiB pages advised huge where it
+/// spans one (a `Vec` starts anywhere: the page table's room as a `Vec` had its first MiB on
+/// 4 KiB pages, 39 % of the 1 GiB stream's host faults, issue 4). Smaller tables, or a host
+/// that refuses the mapping, get a zeroed `Vec`.
+pub(crate) struct Zeroed<T: bytemuck::Pod> {
+    /// The first value, `len` of them, inside `store`.
+    ptr: *mut T,
+    len: usize,
+    /// Owns the memory (never read through: `ptr` is its view).
+    _store: Store<T>,
 }
 
-/// `n` zeros at an offset into a larger buffer, returned with it: where they span a 2 MiB host
-/// page, they start on a 2 MiB boundary and the whole 2 MiB pages they span are advised huge
-/// (`advise_huge` covers only the whole pages inside a buffer, and an allocation of a few MiB
-/// starts anywhere: a 3.2 MiB cache tag array then lay on 4 KiB pages, each faulted twice, read
-/// by a lookup then written by a fill, 1,500 host faults and a tenth of a memory-bound run's
-/// time, issue 4). The zeros past `n` and before the offset are address space only.
-pub(crate) fn zeros_aligned(n: usize) -> (Vec<u64>, usize) {
-    #[cfg(target_os = "linux")]
-    {
-        let per_page = HUGE / std::mem::size_of::<u64>();
-        if n >= per_page {
-            let pages = n.div_ceil(per_page);
-            let v = vec![0u64; (pages + 1) * per_page];
-            let start = v.as_ptr() as usize;
-            let offset = (start.next_multiple_of(HUGE) - start) / std::mem::size_of::<u64>();
-            // SAFETY: [start + offset * 8, + pages * HUGE) lies inside the buffer `v` owns (its
-            // length is one page more than `pages`); MADV_HUGEPAGE only changes how the kernel
-            // backs those pages, never their contents.
-            unsafe {
-                libc::madvise(
-                    (start + offset * std::mem::size_of::<u64>()) as *mut libc::c_void,
-                    pages * HUGE,
-                    libc::MADV_HUGEPAGE,
-                );
+/// The least `Zeroed` that gets a mapping, bytes: a mapping and its removal are two system
+/// calls, more than clearing a laso-hpl first or second level's tags (4 and 32 KiB) costs.
+const MAP_MIN: usize = 1 << 20;
+
+/// What holds a `Zeroed`'s memory.
+enum Store<T> {
+    Map(#[allow(dead_code)] memmap2::MmapMut),
+    Heap(#[allow(dead_code)] Vec<T>),
+}
+
+// SAFETY: a `Zeroed` owns its memory alone, as a `Vec<T>` does; `ptr` is never shared.
+unsafe impl<T: bytemuck::Pod + Send> Send for Zeroed<T> {}
+// SAFETY: shared access only reads, through `&[T]`.
+unsafe impl<T: bytemuck::Pod + Sync> Sync for Zeroed<T> {}
+
+impl<T: bytemuck::Pod> Zeroed<T> {
+    /// `n` zeros.
+    pub(crate) fn new(n: usize) -> Self {
+        let size = std::mem::size_of::<T>().max(1);
+        let bytes = n.saturating_mul(size);
+        let align = if bytes >= (2 << 20) { 2 << 20 } else { 64 };
+        if bytes >= MAP_MIN {
+            // Whole `align`-sized pages, and room to start on one.
+            let span = bytes.next_multiple_of(align);
+            if let Ok(mut map) = memmap2::MmapMut::map_anon(span + align) {
+                let start = map.as_mut_ptr() as usize;
+                let off = start.next_multiple_of(align) - start;
+                #[cfg(target_os = "linux")]
+                if align > 64 {
+                    // Only a hint: where the host refuses, nothing changes but speed.
+                    let _ = map.advise_range(memmap2::Advice::HugePage, off, span);
+                }
+                // SAFETY: `off + bytes <= span + align`, inside the mapping, and `start + off`
+                // is a multiple of `align` (64 or 2 MiB), so aligned for `T`.
+                let ptr = unsafe { map.as_mut_ptr().add(off) }.cast::<T>();
+                return Zeroed {
+                    ptr,
+                    len: n,
+                    _store: Store::Map(map),
+                };
             }
-            return (v, offset);
+        }
+        let mut v = vec![T::zeroed(); n];
+        Zeroed {
+            ptr: v.as_mut_ptr(),
+            len: n,
+            _store: Store::Heap(v),
         }
     }
-    (zeros(n), 0)
+}
+
+impl<T: bytemuck::Pod> std::ops::Deref for Zeroed<T> {
+    type Target = [T];
+    #[inline(always)]
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` points to `len` initialised values (zero pages, or the `Vec`'s) that
+        // `_store` owns for as long as `self` lives, aligned for `T` (`new`).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: bytemuck::Pod> std::ops::DerefMut for Zeroed<T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `deref`, and `&mut self` borrows the memory alone.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: bytemuck::Pod> Clone for Zeroed<T> {
+    fn clone(&self) -> Self {
+        let mut copy = Zeroed::new(self.len);
+        copy.copy_from_slice(self);
+        copy
+    }
+}
+
+impl<T: bytemuck::Pod> std::fmt::Debug for Zeroed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Zeroed({} values)", self.len)
+    }
 }
 
 /// Asks the host to start fetching the cache line at `p` into its caches, without waiting for it:
@@ -126,42 +185,14 @@ pub(crate) fn prefetch<T>(p: *const T) {
 mod tests {
     use super::*;
 
-    /// `zeros_aligned` gives `n` zeros from its offset, starting on a 2 MiB boundary where they
-    /// span a 2 MiB page (else at offset 0), whatever `n`.
     #[test]
-    fn issue4_aligned_zeros_start_on_a_huge_page() {
-        for n in [
-            0,
-            1,
-            1000,
-            (2 << 20) / 8 - 1,
-            (2 << 20) / 8,
-            409_600,
-            3 << 20,
-        ] {
-            let (v, off) = zeros_aligned(n);
-            assert!(v.len() >= off + n, "{n}: {} values from {off}", v.len());
-            assert!(v[off..off + n].iter().all(|&x| x == 0), "{n}: not zeros");
-            let start = v[off..].as_ptr() as usize;
-            if cfg!(target_os = "linux") && n >= (2 << 20) / 8 {
-                assert_eq!(start % (2 << 20), 0, "{n}: starts at {start:#x}");
-            } else {
-                assert_eq!(off, 0, "{n}");
-            }
-        }
-    }
-
-    #[test]
-    fn filled_and_zeros_give_n_values_across_huge_page_boundaries() {
+    fn filled_gives_n_values_across_huge_page_boundaries() {
         // 5 MiB of u64: spans at least one whole 2 MiB page, so the madvise path runs.
         let n = (5 << 20) / 8 + 3;
         let v = filled(n, 0xabcd_u64);
         assert_eq!(v.len(), n);
         assert!(v.iter().all(|&x| x == 0xabcd));
         assert!(filled(0, 1u8).is_empty());
-        let z = zeros(n);
-        assert_eq!(z.len(), n);
-        assert!(z.iter().all(|&x| x == 0));
     }
 
     #[test]
@@ -188,5 +219,43 @@ mod tests {
         // A room smaller than `n` gives `n` values.
         let w = filled_with_room(5, 2, 1u8);
         assert_eq!(w, [1; 5]);
+    }
+
+    /// `Zeroed` gives `n` zeros, writable, aligned as it says (mapped from `MAP_MIN` bytes: on
+    /// 2 MiB from 2 MiB, else 64 bytes), and a clone with the same values in memory of its own.
+    #[test]
+    fn issue4_zeroed_gives_aligned_zeros_of_its_own() {
+        let map_min = MAP_MIN / 8;
+        for n in [
+            0,
+            1,
+            1000,
+            map_min - 1,
+            map_min,
+            (2 << 20) / 8 - 1,
+            (2 << 20) / 8,
+            409_600,
+        ] {
+            let mut z = Zeroed::<u64>::new(n);
+            assert_eq!(z.len(), n);
+            assert!(z.iter().all(|&x| x == 0), "{n}: not zeros");
+            let start = z.as_ptr() as usize;
+            let align = match n * 8 {
+                b if b >= 2 << 20 => 2 << 20,
+                b if b >= MAP_MIN => 64,
+                _ => std::mem::align_of::<u64>(),
+            };
+            if n > 0 {
+                assert_eq!(start % align, 0, "{n}: starts at {start:#x}");
+                z[n - 1] = 9;
+                z[0] = 7;
+                let before = z.to_vec();
+                let c = z.clone();
+                z[0] = 1;
+                assert_eq!(&c[..], &before[..], "{n}: the clone's values");
+            }
+        }
+        let z = Zeroed::<u32>::new(5);
+        assert_eq!(&z[..], &[0u32; 5]);
     }
 }

@@ -45,9 +45,11 @@ pub(crate) struct Page {
 const MEMO: usize = 1 << 10;
 
 /// Entries `PageTable::entries` has room for before it moves (16 GiB of 4 KiB pages): address
-/// space only until written, on huge host pages where the host gives them (`hostmem`). Grown
-/// from empty, it was faulted in 4 KiB at a time and copied at each doubling (issue 4: with
-/// the process's page list, 700 of the 1 GiB stream's 2,100 host faults per million accesses).
+/// space only until written, on huge host pages where the host gives them (`hostmem::Zeroed`).
+/// Grown from empty, it was faulted in 4 KiB at a time and copied at each doubling (issue 4:
+/// with the process's page list, 700 of the 1 GiB stream's 2,100 host faults per million
+/// accesses); as a `Vec` with that room, its first MiB still lay before the first 2 MiB
+/// boundary of the buffer, on 4 KiB pages.
 const ENTRIES_ROOM: usize = 1 << 22;
 
 /// Present pages by virtual page number (the subset of a map the simulator uses).
@@ -61,18 +63,29 @@ pub(crate) struct PageTable {
     /// and prefetches take the table by shared reference; a fixed-size array, so that the slot's
     /// index needs no bounds check.
     memo: Box<[Cell<(u64, u64)>; MEMO]>,
-    /// `CHUNK` entries per chunk; 0 for an absent page.
-    entries: Vec<u32>,
+    /// `CHUNK` entries per chunk; 0 for an absent page. Zeros from `used` on: a new chunk's
+    /// entries need no writing.
+    entries: crate::hostmem::Zeroed<u32>,
+    /// Entries the chunks hold, `CHUNK` each.
+    used: usize,
     /// `blocked_until` of the pages whose entry has `BLOCKED`.
     blocked: LineMap<f64>,
 }
 
 impl Default for PageTable {
     fn default() -> Self {
+        PageTable::with_room(ENTRIES_ROOM)
+    }
+}
+
+impl PageTable {
+    /// An empty table with room for `room` entries before it moves.
+    fn with_room(room: usize) -> Self {
         PageTable {
             chunks: LineMap::default(),
             memo: Box::new(std::array::from_fn(|_| Cell::new((0, 0)))),
-            entries: crate::hostmem::filled_with_room(0, ENTRIES_ROOM, 0u32),
+            entries: crate::hostmem::Zeroed::new(room.max(CHUNK)),
+            used: 0,
             blocked: LineMap::default(),
         }
     }
@@ -183,8 +196,14 @@ impl PageTable {
         let i = match slot {
             Some(i) => i,
             None => {
-                let start = self.entries.len();
-                self.entries.resize(start + CHUNK, 0);
+                let start = self.used;
+                if start + CHUNK > self.entries.len() {
+                    // Out of room (more than `ENTRIES_ROOM` pages): twice the room, a copy.
+                    let mut more = crate::hostmem::Zeroed::new(2 * self.entries.len());
+                    more[..start].copy_from_slice(&self.entries[..start]);
+                    self.entries = more;
+                }
+                self.used = start + CHUNK;
                 self.chunks.insert(vp >> CHUNK_SHIFT, start as u64);
                 start + (vp as usize & (CHUNK - 1))
             }
@@ -220,7 +239,26 @@ mod tests {
 
     #[test]
     fn issue4_page_table_agrees_with_hashmap() {
-        let mut t = PageTable::default();
+        agrees_with_hashmap(PageTable::default());
+    }
+
+    /// A table with room for one chunk moves to twice the room at each chunk past it: the
+    /// entries keep their pages (fails if the move copies less than the used entries, or lets
+    /// a new chunk overlap an old one).
+    #[test]
+    fn issue4_page_table_moves_past_its_room() {
+        let t = PageTable::with_room(CHUNK);
+        assert_eq!(t.entries.len(), CHUNK);
+        let t = agrees_with_hashmap(t);
+        assert!(
+            t.entries.len() >= t.used && t.used > 8 * CHUNK,
+            "{}",
+            t.used
+        );
+    }
+
+    /// Random inserts, lookups and `set_sole`s against a `HashMap`; returns the table.
+    fn agrees_with_hashmap(mut t: PageTable) -> PageTable {
         let mut r: HashMap<u64, Page> = HashMap::new();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for step in 0..200_000u32 {
@@ -267,6 +305,7 @@ mod tests {
             assert_eq!(t.get(vp), Some(pg), "final page {vp}");
         }
         assert_eq!(t.get(1 << 40), None);
+        t
     }
 
     /// The chunk memo (change 25) under chunks that share its slots: two chunks `MEMO` apart
