@@ -125,6 +125,61 @@ fn match8(set: &[u64; 8], tag: u64) -> u32 {
     }
 }
 
+/// `match8` for lookups that mostly miss, with SSE2, low halves first: the ways' low 32 bits
+/// (state bits masked) gathered by two shuffles and compared with `tag << 2`'s, four ways per
+/// compare; only the ways whose low halves match are compared whole. A miss (every access of a
+/// memory-sized stream, at each level past the first) is decided by the low halves alone, which
+/// two lines share only a multiple of 2^30 lines (64 GiB) apart: 8 host instructions fewer than
+/// `match8` for a miss, a few more for a hit (issue 4).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn match8_cold(set: &[u64; 8], tag: u64) -> u32 {
+    use std::arch::x86_64::{
+        _mm_and_ps, _mm_castps_si128, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_ps,
+        _mm_movemask_ps, _mm_set1_epi32, _mm_shuffle_ps,
+    };
+    // An entry keeps 62 bits of `line + 1`: `e >> 2` never equals a larger tag.
+    if tag >> 62 != 0 {
+        return 0;
+    }
+    let want = tag << 2;
+    let p = set.as_ptr().cast::<f32>();
+    // SAFETY: these intrinsics only need SSE2, which every x86_64 target has; the loads read
+    // ways `2 * i` and `2 * i + 1` (i < 4) of `set`, inside the 64 bytes it borrows, and
+    // `_mm_loadu_ps` needs no alignment.
+    let low = unsafe {
+        let (a0, a1, a2, a3) = (
+            _mm_loadu_ps(p),
+            _mm_loadu_ps(p.add(4)),
+            _mm_loadu_ps(p.add(8)),
+            _mm_loadu_ps(p.add(12)),
+        );
+        // Lanes 0 and 2 of each pair of ways are their low halves (little-endian).
+        let keep = _mm_castsi128_ps(_mm_set1_epi32(!3));
+        let w = _mm_set1_epi32(want as u32 as i32);
+        let eq = |x, y| {
+            let lows = _mm_and_ps(_mm_shuffle_ps::<0b10_00_10_00>(x, y), keep);
+            _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(lows), w)))
+        };
+        (eq(a0, a1) | eq(a2, a3) << 4) as u32
+    };
+    let mut m = 0;
+    let mut c = low;
+    while c != 0 {
+        let k = c.trailing_zeros() as usize;
+        m |= u32::from(set[k] & !3 == want) << k;
+        c &= c - 1;
+    }
+    m
+}
+
+/// `match8` for lookups that mostly miss.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn match8_cold(set: &[u64; 8], tag: u64) -> u32 {
+    match8(set, tag)
+}
+
 /// The entry `e` after a write under the private lines' states: `EXCLUSIVE` (1) becomes
 /// `MODIFIED` (2), the others stay; without a branch. Returns the old state.
 #[inline(always)]
@@ -152,6 +207,12 @@ fn to_front8(set: &mut [u64; 8], k: usize, e: u64) {
 #[inline(always)]
 fn touch8(set: &mut [u64; 8], tag: u64) -> Option<u8> {
     let m = match8(set, tag);
+    touch8_at(set, m)
+}
+
+/// `touch8` of the way `m` gives (`match8` or `match8_cold` of the tag).
+#[inline(always)]
+fn touch8_at(set: &mut [u64; 8], m: u32) -> Option<u8> {
     if m == 0 {
         return None;
     }
@@ -237,6 +298,22 @@ fn remove8(set: &mut [u64; 8], tag: u64) -> bool {
     true
 }
 
+/// `fill_absent8` of `new`, then `remove8` of `gone` (a tag), in one pass over the set: a first
+/// level's fill, then the removal of its second level's victim, which lies in the same set
+/// (`SetAssoc::fill_absent_removing_p8`). `gone` in ways 0-6 leaves, the ways after it move up
+/// and the last is left empty; in way 7, or absent, the fill drops way 7 as `fill_absent8`
+/// does, and there is nothing left to remove.
+#[inline(always)]
+fn fill_absent_removing8(set: &mut [u64; 8], new: u64, gone: Option<u64>) {
+    let m = gone.map_or(0, |tag| match8_cold(set, tag) & 0x7f);
+    if m == 0 {
+        fill_absent8(set, new);
+        return;
+    }
+    to_front8(set, m.trailing_zeros() as usize, new);
+    set[7] = 0;
+}
+
 /// Ways of the sets the `*_w20` lookups take for granted: the 20-way last levels of laso-hpl,
 /// agung-xeon2 and agung-xeon56 (issue 4, change 23).
 const W20: usize = 20;
@@ -255,7 +332,7 @@ fn touch20(set: &mut [u64; W20], tag: u64) -> Option<u8> {
     let run = |from: usize| {
         set.get(from..from + 8)
             .and_then(|r| r.first_chunk::<8>())
-            .map_or(0, |r| match8(r, tag))
+            .map_or(0, |r| match8_cold(r, tag))
     };
     let m = run(8) | run(12) << 4;
     if m == 0 {
@@ -569,6 +646,17 @@ impl SetAssoc {
         touch8(set, tag)
     }
 
+    /// `touch_p8` for a level that mostly misses (`match8_cold`): the fast path's second level.
+    #[inline(always)]
+    pub fn touch_p8_cold(&mut self, line: u64) -> Option<u8> {
+        let tag = line + 1;
+        let Some(set) = self.set_p8(line) else {
+            return self.touch(line);
+        };
+        let m = match8_cold(set, tag);
+        touch8_at(set, m)
+    }
+
     /// `lru` in a cache whose `is_p8` holds.
     #[inline(always)]
     pub fn lru_p8(&mut self, line: u64) -> Option<Evicted> {
@@ -599,6 +687,33 @@ impl SetAssoc {
             return self.fill_absent(line, state);
         };
         fill_absent8(set, new)
+    }
+
+    /// `fill_absent_p8` of `line`, then `remove_p8` of `victim`: for a first level, the fill of a
+    /// line and the removal of its second level's victim (it keeps the first inclusive), in one
+    /// pass over the set where `victim` shares `line`'s set, as it does where this cache has no
+    /// more sets than the second level (`is_p8` set counts are powers of two, picked by a
+    /// line's low bits); two passes otherwise. Issue 4: the removal's own pass was 41 host
+    /// instructions an access over 1 GiB.
+    #[inline(always)]
+    pub fn fill_absent_removing_p8(&mut self, line: u64, state: u8, victim: Option<u64>) {
+        debug_assert!(!self.contains(line), "fill_absent of a present line");
+        let low = self.low;
+        let new = (line + 1) << 2 | u64::from(state);
+        let Some(set) = self.set_p8(line) else {
+            self.fill_absent(line, state);
+            if let Some(v) = victim {
+                self.remove(v);
+            }
+            return;
+        };
+        match victim {
+            Some(v) if (v ^ line) & low != 0 => {
+                fill_absent8(set, new);
+                self.remove_p8(v);
+            }
+            v => fill_absent_removing8(set, new, v.map(|v| v + 1)),
+        }
     }
 
     /// `remove` in a cache whose `is_p8` holds.
@@ -729,11 +844,29 @@ mod tests {
             x ^= x << 17;
             let line = ((x >> 20) % 1_500) | ((x & 1) << 57);
             let state = (x >> 8) as u8 % 3;
-            match (x >> 4) % 5 {
+            // Another line, for the victim `fill_absent_removing_p8` removes: in the same set
+            // one time in two (the case it takes in one pass).
+            let other = if x >> 40 & 1 == 0 {
+                line + 64 * ((x >> 41) % 20 + 1)
+            } else {
+                ((x >> 30) % 1_500) | ((x >> 1 & 1) << 57)
+            };
+            match (x >> 4) % 7 {
                 0 => assert_eq!(a.touch_p8(line), b.touch(line), "touch {line} at {i}"),
                 1 => assert_eq!(a.lru_p8(line), b.lru(line), "lru {line} at {i}"),
                 2 => assert_eq!(a.fill_p8(line, state), b.fill(line, state), "fill {i}"),
                 3 => assert_eq!(a.remove_p8(line), b.remove(line), "remove {line} at {i}"),
+                4 => assert_eq!(a.touch_p8_cold(line), b.touch(line), "cold {line} at {i}"),
+                5 => {
+                    if !b.contains(line) && other != line {
+                        let victim = (x >> 50 & 3 != 0).then_some(other);
+                        a.fill_absent_removing_p8(line, state, victim);
+                        b.fill_absent(line, state);
+                        if let Some(v) = victim {
+                            b.remove(v);
+                        }
+                    }
+                }
                 _ => {
                     if !b.contains(line) {
                         let (ea, eb) = (a.fill_absent_p8(line, state), b.fill_absent(line, state));
@@ -751,7 +884,8 @@ mod tests {
         // that is (agung-xeon2's), through the `*_w20` lookups, and an 8-way one through the
         // general ones (with change 23's `match8` and `to_front8`), against a plain model of
         // each set; and laso-hpl's L3 itself, whose 3.2 MB of tags have a mapping of their own
-        // (`hostmem::Zeroed`).
+        // (`hostmem::Zeroed`). Lines `sets << 32` apart share their entries' low 32 bits, which
+        // `match8_cold` compares first: it must compare those ways whole.
         for (ways, sets) in [(20usize, 48u64), (20, 64), (8, 64), (20, 20_480)] {
             let mut c = SetAssoc::new(64 * ways as u64 * sets, 64, ways as u32);
             assert_eq!(c.is_w20(), ways == 20);

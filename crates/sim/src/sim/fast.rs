@@ -342,7 +342,7 @@ impl Simulator {
                 }
                 l1_misses = 2 * LOOKAHEAD as u8;
                 stats.probes[1] += 1;
-                if let Some(st2) = c2.touch_p8(key) {
+                if let Some(st2) = c2.touch_p8_cold(key) {
                     stats.hits[1] += 1;
                     if !a.write {
                         c1.fill_absent_p8(key, SHARED);
@@ -430,10 +430,12 @@ impl Simulator {
                 if hit3.is_some() {
                     c3.set_mru_state(base3, EXCLUSIVE + dirty);
                 }
-                c1.fill_absent_p8(key, EXCLUSIVE + dirty);
-                if let Some(ev) = c2.fill_absent_p8(key, EXCLUSIVE + 2 * dirty) {
+                // The first level's fill and the removal of the second level's victim from it
+                // in one pass (`fill_absent_removing_p8`; the second level's fill comes first).
+                let ev2 = c2.fill_absent_p8(key, EXCLUSIVE + 2 * dirty);
+                c1.fill_absent_removing_p8(key, EXCLUSIVE + dirty, ev2.map(|ev| ev.line()));
+                if let Some(ev) = ev2 {
                     let line = ev.line();
-                    c1.remove_p8(line);
                     steps[1] = match ev.state() {
                         SHARED => Deferred::EvictedBit(f.l2, f.b2, line),
                         // `private_victim2`: the third level takes the dirty bit, or the line
