@@ -605,6 +605,13 @@ impl Fabric {
     /// waits in the controller and link queues, which it occupies.
     #[inline]
     pub fn read(&mut self, t: f64, i: usize, j: usize) -> f64 {
+        self.read_inlined(t, i, j)
+    }
+
+    /// `read`, inlined where it is called: the private-line fast path's (compiled there for
+    /// the host's vector width, `Simulator::fast_accesses_on_host`).
+    #[inline(always)]
+    pub(crate) fn read_inlined(&mut self, t: f64, i: usize, j: usize) -> f64 {
         let wait = self.occupy_mc(t, j);
         wait + self.occupy_route(t + wait, j, i) + self.lat[i * self.n + j]
     }

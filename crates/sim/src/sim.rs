@@ -61,6 +61,19 @@ const LINE_MASK: u64 = (1 << ASID_SHIFT) - 1;
 /// are the line state), so the address space above bit 58 (`ASID_SHIFT`) has 4 bits. A 17th process's
 /// lines would be stored truncated and never hit (found in issue 4's speed round).
 pub const MAX_PROCESSES: usize = 1 << (62 - ASID_SHIFT);
+/// Whether the host has the instructions of `fast_accesses_avx2` (AVX2, BMI1, BMI2, POPCNT).
+fn host_has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("bmi1")
+            && is_x86_feature_detected!("bmi2")
+            && is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Tracked cache instances that get their own directory bit; more alias (costing only precision).
 const DIR_BITS: usize = 128;
 /// How many ops a thread pulls ahead of the one it runs. Pulling ahead changes nothing simulated
@@ -492,6 +505,9 @@ pub struct Simulator {
     fast_on_directory: bool,
     /// The least time to the horizon for which it does (`fast::MIN_RUN_NS`; tests lower it).
     fast_min_run_ns: f64,
+    /// The fast path runs its AVX2 build (`fast_accesses_on_host`): the host has the
+    /// instructions (`host_has_avx2`; tests turn it off to check the other build).
+    fast_avx2: bool,
     /// A PU joined the runnable ones (`enqueue`) since `run_until` last computed a horizon: the
     /// PU running must stop, so that the next horizon counts the PUs woken (issue 4).
     woke: bool,
@@ -768,6 +784,7 @@ impl Simulator {
             fast_path: true,
             fast_on_directory: false,
             fast_min_run_ns: fast::MIN_RUN_NS,
+            fast_avx2: host_has_avx2(),
             domain_pu,
             run: Box::new(Hot::new(Box::new(std::iter::empty()), u64::MAX, 0, 0.0)),
         }
@@ -2712,6 +2729,14 @@ impl Simulator {
     #[doc(hidden)]
     pub fn without_fast_path(mut self) -> Self {
         self.fast_path = false;
+        self
+    }
+
+    /// This simulator running the fast path's build for any host of the target, not its AVX2
+    /// one (tests: the same figures).
+    #[cfg(test)]
+    fn without_avx2_fast_path(mut self) -> Self {
+        self.fast_avx2 = false;
         self
     }
 
