@@ -180,6 +180,112 @@ fn match8_cold(set: &[u64; 8], tag: u64) -> u32 {
     match8(set, tag)
 }
 
+/// The host's vector instructions for the set lookups: a token passed down to them, so that one
+/// build of a loop can compare ways with wider instructions than the target's base set. Its
+/// value proves the host has them (`Avx2::on_host`): a safe call never runs an instruction the
+/// host lacks.
+pub(crate) trait Lanes: Copy {
+    /// `match8` (the ways of an 8-way set holding `tag`).
+    fn match8(self, set: &[u64; 8], tag: u64) -> u32;
+    /// `match8_cold` (the same, for lookups that mostly miss).
+    fn match8_cold(self, set: &[u64; 8], tag: u64) -> u32;
+}
+
+/// The target's base instructions (SSE2 on x86_64).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Base;
+
+impl Lanes for Base {
+    #[inline(always)]
+    fn match8(self, set: &[u64; 8], tag: u64) -> u32 {
+        match8(set, tag)
+    }
+    #[inline(always)]
+    fn match8_cold(self, set: &[u64; 8], tag: u64) -> u32 {
+        match8_cold(set, tag)
+    }
+}
+
+/// AVX2, which the host has: only `on_host` makes one.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Avx2(());
+
+#[cfg(target_arch = "x86_64")]
+impl Avx2 {
+    /// An `Avx2` if the host has AVX2.
+    pub(crate) fn on_host() -> Option<Self> {
+        is_x86_feature_detected!("avx2").then_some(Avx2(()))
+    }
+}
+
+/// AVX2 off x86_64: none is ever made.
+#[cfg(not(target_arch = "x86_64"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Avx2 {}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Avx2 {
+    /// None: no host of the target has AVX2.
+    pub(crate) fn on_host() -> Option<Self> {
+        None
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Lanes for Avx2 {
+    fn match8(self, _: &[u64; 8], _: u64) -> u32 {
+        match self {}
+    }
+    fn match8_cold(self, _: &[u64; 8], _: u64) -> u32 {
+        match self {}
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for Avx2 {
+    #[inline(always)]
+    fn match8(self, set: &[u64; 8], tag: u64) -> u32 {
+        // SAFETY: an `Avx2` exists only where the host has AVX2 (`on_host`).
+        unsafe { match8_avx2(set, tag) }
+    }
+    /// Four ways a compare: a miss costs no more than the low halves' compare of `match8_cold`.
+    #[inline(always)]
+    fn match8_cold(self, set: &[u64; 8], tag: u64) -> u32 {
+        self.match8(set, tag)
+    }
+}
+
+/// `match8` with AVX2: the masked entries of four ways compared with `tag << 2` by one 64-bit
+/// compare, twice (SSE2 compares 32-bit lanes and combines the halves by shuffles).
+///
+/// # Safety
+/// The host must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn match8_avx2(set: &[u64; 8], tag: u64) -> u32 {
+    use std::arch::x86_64::{
+        _mm256_and_si256, _mm256_castsi256_pd, _mm256_cmpeq_epi64, _mm256_loadu_si256,
+        _mm256_movemask_pd, _mm256_set1_epi64x,
+    };
+    // An entry keeps 62 bits of `line + 1`: `e >> 2` never equals a larger tag.
+    if tag >> 62 != 0 {
+        return 0;
+    }
+    let p = set.as_ptr();
+    let want = _mm256_set1_epi64x((tag << 2) as i64);
+    let keep = _mm256_set1_epi64x(!3);
+    let eq = |i: usize| {
+        // SAFETY: ways `4 * i` to `4 * i + 3` (i < 2) of `set`, inside the 64 bytes it borrows;
+        // `_mm256_loadu_si256` needs no alignment.
+        let q = unsafe { _mm256_loadu_si256(p.add(4 * i).cast()) };
+        let e = _mm256_cmpeq_epi64(_mm256_and_si256(q, keep), want);
+        _mm256_movemask_pd(_mm256_castsi256_pd(e)) as u32
+    };
+    eq(0) | eq(1) << 4
+}
+
 /// The entry `e` after a write under the private lines' states: `EXCLUSIVE` (1) becomes
 /// `MODIFIED` (2), the others stay; without a branch. Returns the old state.
 #[inline(always)]
@@ -205,8 +311,8 @@ fn to_front8(set: &mut [u64; 8], k: usize, e: u64) {
 /// `touch` within one 8-way set: on a hit the line becomes most recently used and its state is
 /// returned. Shared by the general lookups and the `*_p8` ones.
 #[inline(always)]
-fn touch8(set: &mut [u64; 8], tag: u64) -> Option<u8> {
-    let m = match8(set, tag);
+fn touch8(lanes: impl Lanes, set: &mut [u64; 8], tag: u64) -> Option<u8> {
+    let m = lanes.match8(set, tag);
     touch8_at(set, m)
 }
 
@@ -225,8 +331,8 @@ fn touch8_at(set: &mut [u64; 8], m: u32) -> Option<u8> {
 /// `fill` within one 8-way set: `new` (tag and state) becomes most recently used; the evicted
 /// line, if the tag was absent and the set full.
 #[inline(always)]
-fn fill8(set: &mut [u64; 8], tag: u64, new: u64) -> Option<Evicted> {
-    let m = match8(set, tag);
+fn fill8(lanes: impl Lanes, set: &mut [u64; 8], tag: u64, new: u64) -> Option<Evicted> {
+    let m = lanes.match8(set, tag);
     let last = set[7];
     let (k, evicted) = if m != 0 {
         (m.trailing_zeros() as usize, None)
@@ -284,8 +390,8 @@ fn fill_absent8(set: &mut [u64; 8], new: u64) -> Option<Evicted> {
 
 /// `remove` within one 8-way set: the less recently used ways move up, an empty way last.
 #[inline(always)]
-fn remove8(set: &mut [u64; 8], tag: u64) -> bool {
-    let m = match8(set, tag);
+fn remove8(lanes: impl Lanes, set: &mut [u64; 8], tag: u64) -> bool {
+    let m = lanes.match8(set, tag);
     if m == 0 {
         return false;
     }
@@ -304,8 +410,8 @@ fn remove8(set: &mut [u64; 8], tag: u64) -> bool {
 /// and the last is left empty; in way 7, or absent, the fill drops way 7 as `fill_absent8`
 /// does, and there is nothing left to remove.
 #[inline(always)]
-fn fill_absent_removing8(set: &mut [u64; 8], new: u64, gone: Option<u64>) {
-    let m = gone.map_or(0, |tag| match8_cold(set, tag) & 0x7f);
+fn fill_absent_removing8(lanes: impl Lanes, set: &mut [u64; 8], new: u64, gone: Option<u64>) {
+    let m = gone.map_or(0, |tag| lanes.match8_cold(set, tag) & 0x7f);
     if m == 0 {
         fill_absent8(set, new);
         return;
@@ -322,17 +428,17 @@ const W20: usize = 20;
 /// mostly is), then the other 12 as two `match8` of ways 8-15 and 12-19 (a miss, every access
 /// of a memory-sized stream, compared them one by one in 58 host instructions).
 #[inline(always)]
-fn touch20(set: &mut [u64; W20], tag: u64) -> Option<u8> {
+fn touch20(lanes: impl Lanes, set: &mut [u64; W20], tag: u64) -> Option<u8> {
     let (head, _) = set.split_at_mut(8);
     if let Some(head) = head.first_chunk_mut::<8>() {
-        if let Some(st) = touch8(head, tag) {
+        if let Some(st) = touch8(lanes, head, tag) {
             return Some(st);
         }
     }
     let run = |from: usize| {
         set.get(from..from + 8)
             .and_then(|r| r.first_chunk::<8>())
-            .map_or(0, |r| match8_cold(r, tag))
+            .map_or(0, |r| lanes.match8_cold(r, tag))
     };
     let m = run(8) | run(12) << 4;
     if m == 0 {
@@ -347,11 +453,11 @@ fn touch20(set: &mut [u64; W20], tag: u64) -> Option<u8> {
 /// The way of a 20-way set holding `tag`: `match8` over ways 0-7, 8-15 and 12-19, no branch
 /// per way.
 #[inline(always)]
-fn way20(set: &[u64; W20], tag: u64) -> Option<usize> {
+fn way20(lanes: impl Lanes, set: &[u64; W20], tag: u64) -> Option<usize> {
     let run = |from: usize| {
         set.get(from..from + 8)
             .and_then(|r| r.first_chunk::<8>())
-            .map_or(0, |r| match8(r, tag))
+            .map_or(0, |r| lanes.match8(r, tag))
     };
     let m = run(0) | run(8) << 8 | run(12) << 12;
     (m != 0).then(|| m.trailing_zeros() as usize)
@@ -462,13 +568,13 @@ impl SetAssoc {
         debug_assert_eq!(base, self.set_of(line), "touch_in given another set");
         let tag = line + 1;
         if let Some(set) = self.set8(base) {
-            return touch8(set, tag);
+            return touch8(Base, set, tag);
         }
         let set = &mut self.entries[base..base + self.ways];
         // Larger sets: the 8 most recently used ways (where a hit mostly is, and the first host
         // cache line of the set) without branches, then the rest one by one.
         if let Some(head) = set.first_chunk_mut::<8>() {
-            if let Some(st) = touch8(head, tag) {
+            if let Some(st) = touch8(Base, head, tag) {
                 return Some(st);
             }
         }
@@ -487,7 +593,7 @@ impl SetAssoc {
         let tag = line + 1;
         let new = tag << 2 | u64::from(state);
         if let Some(set) = self.set8(base) {
-            return fill8(set, tag, new);
+            return fill8(Base, set, tag, new);
         }
         let set = &mut self.entries[base..base + self.ways];
         let (k, evicted) = match set.iter().position(|&e| e >> 2 == tag) {
@@ -526,7 +632,13 @@ impl SetAssoc {
     /// Sets the state of a present line (no LRU change); false if absent.
     #[inline]
     pub fn set_state(&mut self, line: u64, state: u8) -> bool {
-        self.take_state(line, state).is_some()
+        self.set_state_on(Base, line, state)
+    }
+
+    /// `set_state` with `lanes`.
+    #[inline]
+    pub(crate) fn set_state_on(&mut self, lanes: impl Lanes, line: u64, state: u8) -> bool {
+        self.take_state_on(lanes, line, state).is_some()
     }
 
     /// The state of a present line (no LRU change); None if absent. Without a branch per way
@@ -535,15 +647,21 @@ impl SetAssoc {
     #[inline]
     pub fn state_of(&self, line: u64) -> Option<u8> {
         let base = self.set_of(line);
-        let k = self.way_of(base, line)?;
+        let k = self.way_of(Base, base, line)?;
         self.entries.get(k).map(|&e| (e & 3) as u8)
     }
 
     /// `state_of`, and the line's state becomes `state` (no LRU change).
     #[inline]
     pub fn take_state(&mut self, line: u64, state: u8) -> Option<u8> {
+        self.take_state_on(Base, line, state)
+    }
+
+    /// `take_state` with `lanes`.
+    #[inline]
+    fn take_state_on(&mut self, lanes: impl Lanes, line: u64, state: u8) -> Option<u8> {
         let base = self.set_of(line);
-        let k = self.way_of(base, line)?;
+        let k = self.way_of(lanes, base, line)?;
         let e = self.entries.get_mut(k)?;
         let old = (*e & 3) as u8;
         *e = (*e & !3) | u64::from(state);
@@ -553,14 +671,14 @@ impl SetAssoc {
     /// The index in `entries` of `line` in the set at `base`, if there: without a branch per
     /// way on 8- and 20-way sets.
     #[inline]
-    fn way_of(&self, base: usize, line: u64) -> Option<usize> {
+    fn way_of(&self, lanes: impl Lanes, base: usize, line: u64) -> Option<usize> {
         let tag = line + 1;
         let set = self.entries.get(base..base + self.ways)?;
         let k = match (set.first_chunk::<8>(), set.first_chunk::<W20>()) {
-            (Some(s8), _) if self.ways == 8 => Some(match8(s8, tag))
+            (Some(s8), _) if self.ways == 8 => Some(lanes.match8(s8, tag))
                 .filter(|&m| m != 0)
                 .map(|m| m.trailing_zeros() as usize),
-            (_, Some(s20)) if self.ways == W20 => way20(s20, tag),
+            (_, Some(s20)) if self.ways == W20 => way20(lanes, s20, tag),
             _ => set.iter().position(|&e| e >> 2 == tag),
         }?;
         Some(base + k)
@@ -586,10 +704,16 @@ impl SetAssoc {
     /// states stay (no LRU change). Returns the state it had, None if absent.
     #[inline]
     pub fn write_private(&mut self, line: u64) -> Option<u8> {
+        self.write_private_on(Base, line)
+    }
+
+    /// `write_private` with `lanes`.
+    #[inline]
+    pub(crate) fn write_private_on(&mut self, lanes: impl Lanes, line: u64) -> Option<u8> {
         let base = self.set_of(line);
         let tag = line + 1;
         if let Some(set) = self.set8(base) {
-            let m = match8(set, tag);
+            let m = lanes.match8(set, tag);
             return set.get_mut(m.trailing_zeros() as usize).map(written);
         }
         self.entries[base..base + self.ways]
@@ -604,7 +728,7 @@ impl SetAssoc {
         let base = self.set_of(line);
         let tag = line + 1;
         if let Some(set) = self.set8(base) {
-            return remove8(set, tag);
+            return remove8(Base, set, tag);
         }
         let set = &mut self.entries[base..base + self.ways];
         match set.iter().position(|&e| e >> 2 == tag) {
@@ -639,21 +763,33 @@ impl SetAssoc {
     /// `touch` in a cache whose `is_p8` holds.
     #[inline(always)]
     pub fn touch_p8(&mut self, line: u64) -> Option<u8> {
+        self.touch_p8_on(Base, line)
+    }
+
+    /// `touch_p8` with `lanes`.
+    #[inline(always)]
+    pub(crate) fn touch_p8_on(&mut self, lanes: impl Lanes, line: u64) -> Option<u8> {
         let tag = line + 1;
         let Some(set) = self.set_p8(line) else {
             return self.touch(line);
         };
-        touch8(set, tag)
+        touch8(lanes, set, tag)
     }
 
     /// `touch_p8` for a level that mostly misses (`match8_cold`): the fast path's second level.
     #[inline(always)]
     pub fn touch_p8_cold(&mut self, line: u64) -> Option<u8> {
+        self.touch_p8_cold_on(Base, line)
+    }
+
+    /// `touch_p8_cold` with `lanes`.
+    #[inline(always)]
+    pub(crate) fn touch_p8_cold_on(&mut self, lanes: impl Lanes, line: u64) -> Option<u8> {
         let tag = line + 1;
         let Some(set) = self.set_p8(line) else {
             return self.touch(line);
         };
-        let m = match8_cold(set, tag);
+        let m = lanes.match8_cold(set, tag);
         touch8_at(set, m)
     }
 
@@ -670,12 +806,23 @@ impl SetAssoc {
     /// `fill` in a cache whose `is_p8` holds.
     #[inline(always)]
     pub fn fill_p8(&mut self, line: u64, state: u8) -> Option<Evicted> {
+        self.fill_p8_on(Base, line, state)
+    }
+
+    /// `fill_p8` with `lanes`.
+    #[inline(always)]
+    pub(crate) fn fill_p8_on(
+        &mut self,
+        lanes: impl Lanes,
+        line: u64,
+        state: u8,
+    ) -> Option<Evicted> {
         let tag = line + 1;
         let new = tag << 2 | u64::from(state);
         let Some(set) = self.set_p8(line) else {
             return self.fill(line, state);
         };
-        fill8(set, tag, new)
+        fill8(lanes, set, tag, new)
     }
 
     /// `fill_absent` in a cache whose `is_p8` holds.
@@ -697,6 +844,18 @@ impl SetAssoc {
     /// instructions an access over 1 GiB.
     #[inline(always)]
     pub fn fill_absent_removing_p8(&mut self, line: u64, state: u8, victim: Option<u64>) {
+        self.fill_absent_removing_p8_on(Base, line, state, victim);
+    }
+
+    /// `fill_absent_removing_p8` with `lanes`.
+    #[inline(always)]
+    pub(crate) fn fill_absent_removing_p8_on(
+        &mut self,
+        lanes: impl Lanes,
+        line: u64,
+        state: u8,
+        victim: Option<u64>,
+    ) {
         debug_assert!(!self.contains(line), "fill_absent of a present line");
         let low = self.low;
         let new = (line + 1) << 2 | u64::from(state);
@@ -710,20 +869,26 @@ impl SetAssoc {
         match victim {
             Some(v) if (v ^ line) & low != 0 => {
                 fill_absent8(set, new);
-                self.remove_p8(v);
+                self.remove_p8_on(lanes, v);
             }
-            v => fill_absent_removing8(set, new, v.map(|v| v + 1)),
+            v => fill_absent_removing8(lanes, set, new, v.map(|v| v + 1)),
         }
     }
 
     /// `remove` in a cache whose `is_p8` holds.
     #[inline(always)]
     pub fn remove_p8(&mut self, line: u64) -> bool {
+        self.remove_p8_on(Base, line)
+    }
+
+    /// `remove_p8` with `lanes`.
+    #[inline(always)]
+    fn remove_p8_on(&mut self, lanes: impl Lanes, line: u64) -> bool {
         let tag = line + 1;
         let Some(set) = self.set_p8(line) else {
             return self.remove(line);
         };
-        remove8(set, tag)
+        remove8(lanes, set, tag)
     }
 
     /// Whether the cache is 20-way: the geometry the `*_w20` lookups take for granted (resolved
@@ -744,11 +909,17 @@ impl SetAssoc {
     /// `touch_in` in a cache whose `is_w20` holds.
     #[inline(always)]
     pub fn touch_w20(&mut self, base: usize, line: u64) -> Option<u8> {
+        self.touch_w20_on(Base, base, line)
+    }
+
+    /// `touch_w20` with `lanes`.
+    #[inline(always)]
+    pub(crate) fn touch_w20_on(&mut self, lanes: impl Lanes, base: usize, line: u64) -> Option<u8> {
         debug_assert_eq!(base, self.set_of(line), "touch_w20 given another set");
         let Some(set) = self.set_w20(base) else {
             return self.touch_in(base, line);
         };
-        touch20(set, line + 1)
+        touch20(lanes, set, line + 1)
     }
 
     /// `lru_in` in a cache whose `is_w20` holds.
@@ -1199,6 +1370,70 @@ mod tests {
                     "set after step {step}"
                 );
             }
+        }
+    }
+
+    /// The lookups with AVX2 (`Avx2` lanes) against the same with the base instructions: the
+    /// same results and sets, on an 8-way cache (`*_p8`) and a 20-way one (`*_w20`, the victims'
+    /// `set_state`), with lines that share their entries' low 32 bits and tags too wide for an
+    /// entry. (A host without AVX2 has nothing to compare: the fast path runs the base build.)
+    #[test]
+    fn issue4_avx2_lookups_equal_the_base_ones() {
+        let Some(avx2) = Avx2::on_host() else {
+            return;
+        };
+        let mut a8 = SetAssoc::new(64 * 8 * 64, 64, 8);
+        let mut b8 = a8.clone();
+        let mut a20 = SetAssoc::new(64 * 20 * 48, 64, 20);
+        let mut b20 = a20.clone();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let wide = if x >> 60 == 0 { (1 << 62) - 1 } else { 0 };
+            let far = (x >> 3 & 1) * (48 << 32);
+            let line = ((x >> 20) % 3_000) | ((x & 1) << 57) | far | wide;
+            let state = (x >> 8) as u8 % 3;
+            let other = ((x >> 30) % 3_000) | ((x >> 1 & 1) << 57);
+            let base = a20.set_of(line);
+            match (x >> 4) % 8 {
+                0 => assert_eq!(a8.touch_p8_on(avx2, line), b8.touch_p8(line), "touch {i}"),
+                1 => assert_eq!(a8.touch_p8_cold_on(avx2, line), b8.touch_p8(line), "{i}"),
+                2 => assert_eq!(a8.fill_p8_on(avx2, line, state), b8.fill_p8(line, state)),
+                3 => assert_eq!(
+                    a8.write_private_on(avx2, line),
+                    b8.write_private(line),
+                    "write {i}"
+                ),
+                4 => {
+                    if !b8.contains(line) && other != line {
+                        a8.fill_absent_removing_p8_on(avx2, line, state, Some(other));
+                        b8.fill_absent_removing_p8(line, state, Some(other));
+                    }
+                }
+                5 => assert_eq!(
+                    a20.touch_w20_on(avx2, base, line),
+                    b20.touch_w20(base, line),
+                    "touch20 {i}"
+                ),
+                6 => assert_eq!(
+                    a20.set_state_on(avx2, line, state),
+                    b20.set_state(line, state),
+                    "set_state {i}"
+                ),
+                _ => {
+                    if !b20.contains(line) {
+                        let (ea, eb) = (
+                            a20.fill_absent_w20(base, line, state),
+                            b20.fill_absent_w20(base, line, state),
+                        );
+                        assert_eq!(ea, eb, "fill_absent20 {i}");
+                    }
+                }
+            }
+            assert_eq!(a8.entries[..], b8.entries[..], "8-way sets after op {i}");
+            assert_eq!(a20.entries[..], b20.entries[..], "20-way sets after op {i}");
         }
     }
 }

@@ -17,7 +17,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use numaff_engine::{AccessKind, Sample, TaskId};
 use numaff_machine::{CacheKind, Coherence, CpuSet, Machine};
 
-use crate::cache::{Evicted, SetAssoc, EXCLUSIVE, MODIFIED, MODIFIED_OUTER, SHARED};
+use crate::cache::{
+    Avx2, Base, Evicted, Lanes, SetAssoc, EXCLUSIVE, MODIFIED, MODIFIED_OUTER, SHARED,
+};
 use crate::config::{defaults, SimConfig};
 use crate::dir::{
     DirEntry, Directory, Form, FormKind, NarrowForm, PackedForm, WideForm, WriteBack,
@@ -505,9 +507,10 @@ pub struct Simulator {
     fast_on_directory: bool,
     /// The least time to the horizon for which it does (`fast::MIN_RUN_NS`; tests lower it).
     fast_min_run_ns: f64,
-    /// The fast path runs its AVX2 build (`fast_accesses_on_host`): the host has the
-    /// instructions (`host_has_avx2`; tests turn it off to check the other build).
-    fast_avx2: bool,
+    /// The fast path runs its AVX2 build (`fast_accesses_on_host`), with this token: the host
+    /// has the instructions (`host_has_avx2`; tests turn it off to check the other build).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    fast_avx2: Option<Avx2>,
     /// A PU joined the runnable ones (`enqueue`) since `run_until` last computed a horizon: the
     /// PU running must stop, so that the next horizon counts the PUs woken (issue 4).
     woke: bool,
@@ -784,7 +787,7 @@ impl Simulator {
             fast_path: true,
             fast_on_directory: false,
             fast_min_run_ns: fast::MIN_RUN_NS,
-            fast_avx2: host_has_avx2(),
+            fast_avx2: Avx2::on_host().filter(|_| host_has_avx2()),
             domain_pu,
             run: Box::new(Hot::new(Box::new(std::iter::empty()), u64::MAX, 0, 0.0)),
         }
@@ -2736,7 +2739,7 @@ impl Simulator {
     /// one (tests: the same figures).
     #[cfg(test)]
     fn without_avx2_fast_path(mut self) -> Self {
-        self.fast_avx2 = false;
+        self.fast_avx2 = None;
         self
     }
 

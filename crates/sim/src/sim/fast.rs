@@ -254,10 +254,10 @@ impl Simulator {
         limit: f64,
     ) -> (Option<Bail>, u64) {
         #[cfg(target_arch = "x86_64")]
-        if self.fast_avx2 {
-            // SAFETY: `fast_avx2` holds only where the host has AVX2, BMI1, BMI2 and POPCNT
+        if let Some(avx2) = self.fast_avx2 {
+            // SAFETY: `fast_avx2` is Some only where the host has AVX2, BMI1, BMI2 and POPCNT
             // (`host_has_avx2`).
-            return unsafe { self.fast_accesses_avx2::<D>(cx, clock, horizon, limit) };
+            return unsafe { self.fast_accesses_avx2::<D>(avx2, cx, clock, horizon, limit) };
         }
         self.fast_accesses_base::<D>(cx, clock, horizon, limit)
     }
@@ -271,7 +271,7 @@ impl Simulator {
         horizon: f64,
         limit: f64,
     ) -> (Option<Bail>, u64) {
-        self.fast_accesses::<D>(cx, clock, horizon, limit)
+        self.fast_accesses::<D, _>(Base, cx, clock, horizon, limit)
     }
 
     /// `fast_accesses` compiled with AVX2 (the same code: the figures are the same).
@@ -283,19 +283,21 @@ impl Simulator {
     #[inline(never)]
     unsafe fn fast_accesses_avx2<D: Form>(
         &mut self,
+        avx2: Avx2,
         cx: &Cx,
         clock: &mut f64,
         horizon: f64,
         limit: f64,
     ) -> (Option<Bail>, u64) {
-        self.fast_accesses::<D>(cx, clock, horizon, limit)
+        self.fast_accesses::<D, _>(avx2, cx, clock, horizon, limit)
     }
 
     /// The loop of `run_fast` until it stops (None) or hands an access back, with the number of
     /// accesses it ran.
     #[inline(always)]
-    fn fast_accesses<D: Form>(
+    fn fast_accesses<D: Form, L: Lanes>(
         &mut self,
+        lanes: L,
         cx: &Cx,
         clock: &mut f64,
         horizon: f64,
@@ -362,7 +364,7 @@ impl Simulator {
             // `access`, then `access_beyond_l1_3` and the private line's coherence, as labelled
             // blocks: each ends with (latency, stall) or hands the access back.
             let done = 'access: {
-                if let Some(st) = c1.touch_p8(key) {
+                if let Some(st) = c1.touch_p8_on(lanes, key) {
                     stats.hits[0] += 1;
                     let lat = cx.lat3[0];
                     if !a.write | (st == MODIFIED) {
@@ -370,10 +372,10 @@ impl Simulator {
                     }
                     if st == EXCLUSIVE {
                         // The second level holds the line (it keeps the first inclusive).
-                        if c2.write_private(key).is_none_or(|s| s == SHARED) {
+                        if c2.write_private_on(lanes, key).is_none_or(|s| s == SHARED) {
                             mark_dirty::<D>(dir, key);
                         }
-                        c1.set_state(key, MODIFIED);
+                        c1.set_state_on(lanes, key, MODIFIED);
                         break 'access Ok((lat, 0.0));
                     }
                     // A read copy (`SHARED` in the first level) written.
@@ -383,8 +385,8 @@ impl Simulator {
                             maybe_private: true,
                         });
                     }
-                    c2.write_private(key);
-                    c1.fill_p8(key, MODIFIED);
+                    c2.write_private_on(lanes, key);
+                    c1.fill_p8_on(lanes, key, MODIFIED);
                     break 'access Ok((lat, 0.0));
                 }
                 if base == NO_BASE {
@@ -395,7 +397,7 @@ impl Simulator {
                 }
                 l1_misses = 2 * LOOKAHEAD as u8;
                 stats.probes[1] += 1;
-                if let Some(st2) = c2.touch_p8_cold(key) {
+                if let Some(st2) = c2.touch_p8_cold_on(lanes, key) {
                     stats.hits[1] += 1;
                     if !a.write {
                         c1.fill_absent_p8(key, SHARED);
@@ -414,7 +416,7 @@ impl Simulator {
                 }
                 stats.probes[2] += 1;
                 let base3 = base;
-                let hit3 = c3.touch_w20(base3, key);
+                let hit3 = c3.touch_w20_on(lanes, base3, key);
                 if hit3.is_some() {
                     stats.hits[2] += 1;
                 }
@@ -486,14 +488,19 @@ impl Simulator {
                 // The first level's fill and the removal of the second level's victim from it
                 // in one pass (`fill_absent_removing_p8`; the second level's fill comes first).
                 let ev2 = c2.fill_absent_p8(key, EXCLUSIVE + 2 * dirty);
-                c1.fill_absent_removing_p8(key, EXCLUSIVE + dirty, ev2.map(|ev| ev.line()));
+                c1.fill_absent_removing_p8_on(
+                    lanes,
+                    key,
+                    EXCLUSIVE + dirty,
+                    ev2.map(|ev| ev.line()),
+                );
                 if let Some(ev) = ev2 {
                     let line = ev.line();
                     steps[1] = match ev.state() {
                         SHARED => Deferred::EvictedBit(f.l2, f.b2, line),
                         // `private_victim2`: the third level takes the dirty bit, or the line
                         // goes back to its home (this process's pages are borrowed here).
-                        MODIFIED if !c3.set_state(line, MODIFIED) => {
+                        MODIFIED if !c3.set_state_on(lanes, line, MODIFIED) => {
                             if (line >> ASID_SHIFT) as usize == cx.pi {
                                 let vp = ((line & LINE_MASK) << 6) >> pr.page_shift;
                                 let home = pr.pages.slot(vp).and_then(|s| pr.pages.node_at(s));
@@ -522,7 +529,7 @@ impl Simulator {
                                 let slot = pr.pages.slot(vp);
                                 match slot.and_then(|s| pr.pages.sole_at(s)) {
                                     Some(s) if s == mine => {
-                                        if !c2.set_state(line, MODIFIED) {
+                                        if !c2.set_state_on(lanes, line, MODIFIED) {
                                             if let Some(home) =
                                                 slot.and_then(|s| pr.pages.node_at(s))
                                             {
