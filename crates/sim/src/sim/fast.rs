@@ -242,9 +242,10 @@ impl Simulator {
     }
 
     /// `fast_accesses`, compiled for AVX2 where the host has it (`Simulator::fast_avx2`): the
-    /// compiler's own use of the wider instructions (three-operand forms, 256-bit moves) in the
-    /// loop and the fabric's read inlined into it, -1.6 % CPU time over 1 GiB, -3.5 % over 4 MiB
-    /// and -3.4 % over 16 KiB (issue 4; crates/sim/PERFORMANCE.md).
+    /// compiler's own use of the wider instructions in the loop, the fabric's read inlined into
+    /// it, and the lookups' four-way compares (`cache::Lanes`): about -3.9 / -4.0 / -10.7 % CPU
+    /// time over 1 GiB / 4 MiB / 16 KiB against the base build (the two steps' measured ratios
+    /// multiplied; issue 4, crates/sim/PERFORMANCE.md, fourth session of 2026-12-05).
     #[inline(always)]
     fn fast_accesses_on_host<D: Form>(
         &mut self,
