@@ -1,13 +1,17 @@
 /* For the 2-node guest test of induced faults (issue 5): two threads, pinned to argv[1] and argv[2]
- * (a cpu of node 0 and one of node 1), each rewrites its own buffer every round and, in turn (odd
- * rounds thread 0, even rounds thread 1, a barrier between rounds), a buffer they share, for
- * argv[3] milliseconds. 64 pages each, private anonymous memory without transparent huge pages.
- * Prints "BUF name start end" for the test.
+ * (a cpu of node 0 and one of node 1), each rewrites its own buffer every round and half of a
+ * buffer they share, for argv[3] milliseconds, with a barrier between rounds. 64 pages each,
+ * private anonymous memory without transparent huge pages. Prints "BUF name start end".
  *
- * The turns matter: without them, QEMU's single-threaded TCG runs one vCPU for a whole slice, and
- * whichever thread ran right after a re-arm wrote every shared page first, so a page's induced
- * faults could all come from one node (CI: 20 of 64 pages seen from both). With turns, the first
- * write after a re-arm is the thread whose turn it is, which is either at random. */
+ * Which thread writes a shared page in a round is a hash of (round, page), so the first write to
+ * a page after a re-arm comes from each node with a chance of at least 1/4, wherever the re-arm
+ * lands: at worst one thread has written its pages of the round and the other has not, which then
+ * writes its half at once and the other half is drawn again next round (measured in a TCG guest:
+ * about 2/3 of the faults from node 0, every page seen from both). Two earlier schemes let the
+ * re-arms' timing decide: with no turns, single-threaded TCG ran one vCPU for a whole slice and
+ * the thread that ran right after a re-arm wrote every shared page first (CI: 20 of 64 pages seen
+ * from both nodes); with whole-buffer turns by round parity, a CI host's re-arms kept landing in
+ * thread 0's turns (CI: 47 of 64 pages seen from both, most others 16 times from node 0 only). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -19,7 +23,7 @@
 #include <unistd.h>
 
 #define PAGES 64
-static size_t LEN;
+static size_t LEN, PAGE;
 static char *own[2], *shared;
 static int cpu[2];
 static double end;
@@ -32,6 +36,14 @@ static double now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The thread (0 or 1) that writes shared page `page` in round `round`: splitmix64's finaliser. */
+static int writer(unsigned round, size_t page) {
+    unsigned long long x = (unsigned long long)round * PAGES + page + 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return (int)((x ^ (x >> 31)) & 1);
+}
+
 static void *work(void *arg) {
     int i = (int)(long)arg;
     cpu_set_t set;
@@ -40,9 +52,11 @@ static void *work(void *arg) {
     if (sched_setaffinity(0, sizeof set, &set) != 0) { perror("sched_setaffinity"); exit(2); }
     for (unsigned round = 1;; round++) {
         for (size_t k = 0; k < LEN; k += 512) ((volatile char *)own[i])[k] = (char)round;
-        /* In its turn a thread writes its own words of every shared page: both use every page. */
-        if ((int)(round & 1) != i)
-            for (size_t k = (size_t)i * 8; k < LEN; k += 512) ((volatile char *)shared)[k] = (char)round;
+        /* A thread writes its own words of the shared pages the hash gives it this round. */
+        for (size_t p = 0; p < PAGES; p++)
+            if (writer(round, p) == i)
+                for (size_t k = (size_t)i * 8; k < PAGE; k += 512)
+                    ((volatile char *)shared)[p * PAGE + k] = (char)round;
         if (pthread_barrier_wait(&bar) == PTHREAD_BARRIER_SERIAL_THREAD) quit = now() >= end;
         pthread_barrier_wait(&bar);
         if (quit) break;
@@ -63,7 +77,8 @@ int main(int argc, char **argv) {
     cpu[1] = atoi(argv[2]);
     end = now() + (double)atol(argv[3]) / 1000.0;
     pthread_barrier_init(&bar, NULL, 2);
-    LEN = PAGES * (size_t)sysconf(_SC_PAGESIZE);
+    PAGE = (size_t)sysconf(_SC_PAGESIZE);
+    LEN = PAGES * PAGE;
     own[0] = map();
     own[1] = map();
     shared = map();
