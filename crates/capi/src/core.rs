@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use numaff_linux::mempolicy::{self, Mode};
 use numaff_linux::moves::{self, Budget, Dest, Scope};
 use numaff_linux::pages::{self, PageStatus};
-use numaff_linux::policy::{self, Mode};
 use numaff_machine::{CpuSet, Machine};
 
 use crate::error::{Error, Result, EINVAL, ENOARRAY, ENODE, ENOMEM, EPARTIAL, ESYS};
@@ -121,7 +121,7 @@ fn omp_threads() -> Option<u32> {
 impl Library {
     /// The library on `machine`, restricted to the nodes and cpus this process may use.
     pub fn new(machine: Machine) -> Result<Library> {
-        let allowed_nodes = policy::allowed_nodes().ok();
+        let allowed_nodes = mempolicy::allowed_nodes().ok();
         let allowed_cpus = numaff_linux::affinity::get(0).ok();
         let mut nodes: Vec<u32> = machine
             .nodes
@@ -513,7 +513,7 @@ impl Library {
         }
         // A range policy would win over the placement thread's policy: clear it first.
         for (start, len) in &runs {
-            policy::mbind(*start, *len, Mode::Default, 0, &CpuSet::new(), 0)?;
+            mempolicy::mbind(*start, *len, Mode::Default, 0, &CpuSet::new(), 0)?;
         }
         let before = pages::query(0, &addrs)?;
         let mut absent: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
@@ -541,7 +541,7 @@ impl Library {
         self.migrated_pages += progress.counts.moved;
         let nodes: CpuSet = self.nodes.iter().copied().collect();
         for (start, len) in &runs {
-            policy::mbind(*start, *len, Mode::Bind, 0, &nodes, 0)?;
+            mempolicy::mbind(*start, *len, Mode::Bind, 0, &nodes, 0)?;
         }
         let c = &progress.counts;
         let off = targets.len() as u64 - c.on_target();
@@ -637,7 +637,7 @@ fn populate(absent: &BTreeMap<u32, Vec<(u64, u64)>>, page: u64) -> Result<()> {
         s.spawn(|| -> Result<()> {
             for (node, runs) in absent {
                 let set: CpuSet = std::iter::once(*node).collect();
-                policy::set_thread_policy(Mode::Preferred, 0, &set)?;
+                mempolicy::set_thread_policy(Mode::Preferred, 0, &set)?;
                 for (start, n) in runs {
                     fault_in(*start, *n * page, page)?;
                 }

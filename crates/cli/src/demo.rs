@@ -246,8 +246,8 @@ fn profile_ring() -> Result<String> {
     let run = std::process::Command::new(&exe)
         // No budget: the ring is numaff itself, whose thousands of private pages (heap, stacks)
         // share the agent's rotation with the ring's 64 shared ones; on a loaded machine the
-        // ring's cpu time is small, and 0.5 % of it re-armed each buffer page once in 14 ticks
-        // instead of every tick (measured; CI failed on a matrix of 0-4 KiB cells).
+        // ring's cpu time is small, and 0.5 % of it re-arms each buffer page only about once in
+        // 14 ticks instead of every tick, too rarely for the matrix to show the ring.
         .args(["profile", "--induce", "auto", "--induce-rate", "10"])
         .args(["--induce-budget", "off", "-o"])
         .arg(&trace)

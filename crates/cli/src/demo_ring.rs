@@ -1,5 +1,5 @@
 //! The program `numaff demo` profiles: threads in a ring, thread i writes a shared buffer that
-//! thread i + 1 reads, round after round (the known pattern of issue 5's tests, in Rust).
+//! thread i + 1 reads, round after round (the known pattern of the profile tests' ring8.c, in Rust).
 //!
 //! It runs as `numaff demo-ring MS` (a hidden command) under `numaff profile`, so that the demo
 //! needs no compiler. The buffers are shared anonymous memory, where induced faults catch reads as

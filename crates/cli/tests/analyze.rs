@@ -77,7 +77,7 @@ fn trace_in(dir: &Path, name: &str) -> PathBuf {
 }
 
 #[test]
-fn issue5_analyze_json_recovers_neighbour_pairs_and_three_bursts() {
+fn analyze_json_recovers_neighbour_pairs_and_three_bursts() {
     let dir = tempfile::tempdir().unwrap();
     for name in ["t.parquet", "t.csv"] {
         let path = trace_in(dir.path(), name);
@@ -136,7 +136,7 @@ fn analyze_text_names_the_class_and_its_meaning() {
 
 /// A trace with a header and no sample is analysed as empty: no "-0 B", no blank per-node lists.
 #[test]
-fn issue5_analyze_of_an_empty_trace_says_none() {
+fn analyze_of_an_empty_trace_says_none() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("empty.csv");
     std::fs::write(
@@ -221,7 +221,7 @@ fn chromium(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn issue5_html_report_renders_in_headless_chromium() {
+fn html_report_renders_in_headless_chromium() {
     // Kept under target/ so the figures can be looked at after the test.
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("analyze-report");
     let _ = std::fs::remove_dir_all(&out_dir);
@@ -299,13 +299,13 @@ fn issue5_html_report_renders_in_headless_chromium() {
     assert!(dom.contains("Static"));
 }
 
-/// Issue 5 item 3 (DeLocProf's MPI events): a CSV of MPI messages (time_ns, sender, receiver,
+/// DeLocProf's MPI events: a CSV of MPI messages (time_ns, sender, receiver,
 /// bytes) gets the same analysis: ranks as tasks, each message one event of its size. Two phases,
 /// a ring (10 messages of 1000 bytes from each rank to the next, 0-0.4 s) then pairs (i, i+4)
 /// (20 messages each way, 1.0-1.4 s): the matrix is exactly those bytes, the two phases are two
 /// clusters in time, and CommR and DramR are unknown (no memory traffic in a message trace).
 #[test]
-fn issue5_analyze_mpi_messages() {
+fn analyze_of_mpi_messages_gives_their_bytes_and_phases() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("messages.csv");
     let mut text = String::from("time_ns,sender,receiver,bytes\n");
@@ -393,12 +393,12 @@ fn issue5_analyze_mpi_messages() {
     );
 }
 
-/// Issue 5 item 1: the reader streams, so a trace larger than memory can be analysed. A trace of
+/// The reader streams, so a trace larger than memory can be analysed. A trace of
 /// 3 M fault samples (160 MiB as `Sample`s in memory, written batch by batch) is analysed by
 /// `numaff analyze` with a peak resident set (the child's own, from wait4) well under the size of
 /// its samples: the analysis holds a batch of rows and its tables, never the whole trace.
 #[test]
-fn issue5_analyze_streams_a_trace_larger_than_its_memory() {
+fn analyze_streams_a_trace_larger_than_its_memory() {
     use numaff_behave::trace::TraceWriter;
     use std::os::unix::process::ExitStatusExt;
     const N: u64 = 3_000_000;
@@ -465,10 +465,10 @@ fn issue5_analyze_streams_a_trace_larger_than_its_memory() {
     );
 }
 
-/// Issue 5 item 1: CSV export and import from the command line. `numaff profile --import` converts
+/// CSV export and import from the command line. `numaff profile --import` converts
 /// a Parquet trace to CSV and back, sample for sample (CSV carries no metadata).
 #[test]
-fn issue5_profile_import_exports_csv_and_imports_it_back() {
+fn profile_import_exports_csv_and_imports_it_back() {
     let dir = tempfile::tempdir().unwrap();
     let parquet = trace_in(dir.path(), "t.parquet");
     let csv = dir.path().join("t.csv");

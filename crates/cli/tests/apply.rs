@@ -1,4 +1,4 @@
-//! Issue 6: `numaff apply` on a C pthreads program (compiled with cc here): every thread is pinned
+//! `numaff apply` on a C pthreads program (compiled with cc here): every thread is pinned
 //! where the mapping says, read back from /proc/PID/task/TID/status (Cpus_allowed_list), including
 //! threads created after a delay and threads of a child process; the skip mask; more threads than
 //! the mapping; the program's exit status; the program survives numaff being killed.
@@ -9,31 +9,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::time::Duration;
 
-use assert_cmd::Command;
-
-fn numaff() -> Command {
-    Command::cargo_bin("numaff").unwrap()
-}
+mod common;
+use common::{compile, fixture, numaff};
 
 /// The test program, compiled into `dir`. No C compiler is a failure with the reason, not a skip.
-fn compile(dir: &Path) -> PathBuf {
-    let src = format!(
-        "{}/tests/fixtures/pin_threads.c",
-        env!("CARGO_MANIFEST_DIR")
-    );
+fn compile_pin_threads(dir: &Path) -> PathBuf {
     let exe = dir.join("pin_threads");
-    let out = StdCommand::new("cc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run cc ({e}); install build-essential (scripts/setup.sh)")
-        });
-    assert!(
-        out.status.success(),
-        "cc failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    compile(
+        "cc",
+        &["-O1", "-pthread"],
+        fixture("pin_threads.c"),
+        &exe,
+        "build-essential",
     );
     exe
 }
@@ -108,9 +95,9 @@ fn allowed_of(r: &BTreeMap<usize, (i32, String)>) -> Vec<&str> {
 }
 
 #[test]
-fn issue6_apply_pins_each_thread_in_creation_order_including_late_ones() {
+fn apply_pins_each_thread_in_creation_order_including_late_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path());
+    let exe = compile_pin_threads(dir.path());
     let map = mapping(dir.path(), "m.toml", &[1, 0, 1, 0, 0]);
     let out = numaff()
         .arg("apply")
@@ -133,9 +120,9 @@ fn issue6_apply_pins_each_thread_in_creation_order_including_late_ones() {
 }
 
 #[test]
-fn issue6_apply_follows_child_processes_in_order() {
+fn apply_follows_child_processes_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path());
+    let exe = compile_pin_threads(dir.path());
     let map = mapping(dir.path(), "m.toml", &[1, 0, 1, 0, 0, 1, 1, 0]);
     let out = numaff()
         .arg("apply")
@@ -160,9 +147,9 @@ fn issue6_apply_follows_child_processes_in_order() {
 }
 
 #[test]
-fn issue6_apply_skip_mask_leaves_helper_threads_unpinned() {
+fn apply_skip_mask_leaves_helper_threads_unpinned() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path());
+    let exe = compile_pin_threads(dir.path());
     let map = mapping(dir.path(), "m.toml", &[1, 0, 1, 0]);
     // Bit 2: the third created thread is a "helper"; it takes no entry of the mapping.
     let out = numaff()
@@ -183,9 +170,9 @@ fn issue6_apply_skip_mask_leaves_helper_threads_unpinned() {
 }
 
 #[test]
-fn issue6_apply_warns_when_more_threads_than_the_mapping() {
+fn apply_warns_when_more_threads_than_the_mapping() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path());
+    let exe = compile_pin_threads(dir.path());
     let map = mapping(dir.path(), "m.toml", &[1, 0, 1]);
     let out = numaff()
         .arg("apply")
@@ -208,7 +195,7 @@ fn issue6_apply_warns_when_more_threads_than_the_mapping() {
 }
 
 #[test]
-fn issue6_apply_program_runs_on_when_numaff_is_killed() {
+fn apply_program_runs_on_when_numaff_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     // sh and its sleep child: two threads in creation order.
     let map = mapping(dir.path(), "m.toml", &[1, 1]);
@@ -245,7 +232,7 @@ fn issue6_apply_program_runs_on_when_numaff_is_killed() {
 }
 
 #[test]
-fn issue6_apply_checks_the_mapping_against_this_machine() {
+fn apply_checks_the_mapping_against_this_machine() {
     let dir = tempfile::tempdir().unwrap();
     // Computed for another machine: a warning, then applied (its PUs exist here).
     let csv = dir.path().join("m.csv");

@@ -1,4 +1,4 @@
-//! Issue 6: the exports are accepted by the real consumers installed here (scripts/setup.sh):
+//! The exports are accepted by the real consumers installed here (scripts/setup.sh):
 //! libgomp reads OMP_PLACES and GOMP_CPU_AFFINITY, LLVM's libomp reads KMP_AFFINITY, Open MPI 4.1's
 //! mpirun reads the rankfile. A missing consumer is a failure that says what to install, not a skip.
 //! This machine has 2 PUs, so the mappings have 2 tasks, placed in reverse order ([1, 0]) so that
@@ -12,30 +12,8 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 
-fn numaff() -> Command {
-    Command::cargo_bin("numaff").unwrap()
-}
-
-fn fixture(name: &str) -> String {
-    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn compile(compiler: &str, flags: &[&str], src: &str, exe: &Path, install: &str) {
-    let out = StdCommand::new(compiler)
-        .args(flags)
-        .arg("-o")
-        .arg(exe)
-        .arg(fixture(src))
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run {compiler} ({e}); install {install} (scripts/setup.sh)")
-        });
-    assert!(
-        out.status.success(),
-        "{compiler} {src} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+mod common;
+use common::{compile, fixture, numaff};
 
 /// A mapping file for this machine with placement [1, 0].
 fn reversed_mapping(dir: &Path) -> PathBuf {
@@ -149,13 +127,13 @@ fn reversed() -> BTreeMap<u32, String> {
 }
 
 #[test]
-fn issue6_libgomp_reads_omp_places_and_gomp_cpu_affinity() {
+fn libgomp_reads_omp_places_and_gomp_cpu_affinity() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("omp_threads");
     compile(
         "gcc",
         &["-fopenmp"],
-        "omp_threads.c",
+        fixture("omp_threads.c"),
         &exe,
         "gcc (build-essential)",
     );
@@ -174,7 +152,7 @@ fn issue6_libgomp_reads_omp_places_and_gomp_cpu_affinity() {
 }
 
 #[test]
-fn issue6_libgomp_parses_the_compact_place_forms() {
+fn libgomp_parses_the_compact_place_forms() {
     // A mapping for an 8-PU catalog machine: `{0}:8`. libgomp parses it into 8 places and, on this
     // smaller machine, drops those without a usable cpu (which it says), so its parse is visible.
     let dir = tempfile::tempdir().unwrap();
@@ -182,7 +160,7 @@ fn issue6_libgomp_parses_the_compact_place_forms() {
     compile(
         "gcc",
         &["-fopenmp"],
-        "omp_threads.c",
+        fixture("omp_threads.c"),
         &exe,
         "gcc (build-essential)",
     );
@@ -220,7 +198,7 @@ fn issue6_libgomp_parses_the_compact_place_forms() {
 }
 
 #[test]
-fn issue6_llvm_libomp_reads_kmp_affinity() {
+fn llvm_libomp_reads_kmp_affinity() {
     // LLVM's libomp (Debian libomp-14-dev) is also a drop-in libgomp: a gcc -fopenmp program runs on
     // it when a libgomp.so.1 that is libomp comes first in the library path.
     let lib = Path::new("/usr/lib/llvm-14/lib/libomp.so.5");
@@ -234,7 +212,7 @@ fn issue6_llvm_libomp_reads_kmp_affinity() {
     compile(
         "gcc",
         &["-fopenmp"],
-        "omp_threads.c",
+        fixture("omp_threads.c"),
         &exe,
         "gcc (build-essential)",
     );
@@ -263,7 +241,7 @@ const OPEN_MPI_5: &str = "/opt/numaff-openmpi5/bin";
 fn check_rankfile(mpicc: &str, mpirun: &str, rankfile_args: &[&str], install: &str) {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("mpi_ranks");
-    compile(mpicc, &[], "mpi_ranks.c", &exe, install);
+    compile(mpicc, &[], fixture("mpi_ranks.c"), &exe, install);
     let map = reversed_mapping(dir.path());
     let rankfile = dir.path().join("ranks");
     let text = export(&map, "rankfile");
@@ -317,7 +295,7 @@ fn check_rankfile(mpicc: &str, mpirun: &str, rankfile_args: &[&str], install: &s
 }
 
 #[test]
-fn issue6_open_mpi_mpirun_accepts_the_rankfile() {
+fn open_mpi_mpirun_accepts_the_rankfile() {
     check_rankfile(
         "mpicc",
         "mpirun",
@@ -327,7 +305,7 @@ fn issue6_open_mpi_mpirun_accepts_the_rankfile() {
 }
 
 #[test]
-fn issue6_open_mpi_5_maps_by_the_rankfile() {
+fn open_mpi_5_maps_by_the_rankfile() {
     let mpirun = format!("{OPEN_MPI_5}/mpirun");
     let version = StdCommand::new(&mpirun)
         .arg("--version")
@@ -347,13 +325,13 @@ fn issue6_open_mpi_5_maps_by_the_rankfile() {
 }
 
 #[test]
-fn issue6_likwid_pin_reads_the_cpu_list() {
+fn likwid_pin_reads_the_cpu_list() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("omp_threads");
     compile(
         "gcc",
         &["-fopenmp"],
-        "omp_threads.c",
+        fixture("omp_threads.c"),
         &exe,
         "gcc (build-essential)",
     );
@@ -489,7 +467,7 @@ impl Drop for PrivateSlurm {
 }
 
 #[test]
-fn issue6_slurm_srun_binds_tasks_per_the_export() {
+fn slurm_srun_binds_tasks_per_the_export() {
     let dir = tempfile::tempdir().unwrap();
     let map = reversed_mapping(dir.path());
     let map_cpu = export(&map, "slurm");

@@ -1,4 +1,4 @@
-//! Issue 5, item 2 (induced faults) in a 2-node QEMU guest: `numaff profile --induce auto` on
+//! Induced faults in a 2-node QEMU guest: `numaff profile --induce auto` on
 //! Debian's kernel (soft-dirty re-arming: CONFIG_MEM_SOFT_DIRTY is set there) samples pages more
 //! than once, and the per-page NUMA vectors (numaff_behave::NumaTable) show the nodes of the
 //! threads that use them: a thread pinned to node 0 and one pinned to node 1 each rewrite their own
@@ -15,9 +15,9 @@
 #![allow(clippy::unwrap_used)] // helpers of tests
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
+mod common;
+use common::compile_profile_program;
 use numaff_behave::{NumaTable, NumaTableConfig};
 use numaff_testvm::Guest;
 
@@ -36,29 +36,10 @@ awk -F, $(cat /tmp/bounds) 'NR > 1 {
 echo "@@DONE"
 "#;
 
-fn compile(dir: &Path, name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/profile/{name}.c"));
-    let exe = dir.join(name);
-    let out = Command::new("cc")
-        .args(["-O2", "-Wall", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run cc ({e}): install a C compiler (build-essential; scripts/setup.sh)")
-        });
-    assert!(
-        out.status.success(),
-        "cc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
 #[test]
-fn issue5_induced_faults_in_a_two_node_guest_resample_pages_with_their_nodes() {
+fn induced_faults_in_a_two_node_guest_resample_pages_with_their_nodes() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path(), "twonodes");
+    let exe = compile_profile_program(dir.path(), "twonodes", &["-O2", "-Wall", "-pthread"]);
     let guest = Guest::new(2, 2, 256)
         .kernel_arg("numa_balancing=disable")
         .file(env!("CARGO_BIN_EXE_numaff"), "/numaff")
@@ -174,7 +155,7 @@ fn issue5_induced_faults_in_a_two_node_guest_resample_pages_with_their_nodes() {
         .map(|l| number_before(l, " re-arms"))
         .unwrap_or_else(|| panic!("no soft-dirty line in the run without a budget:\n{all}"));
     eprintln!(
-        "issue5 induce guest, budget 0.1 %: {rearms} re-arms ({unbudgeted} without), {resident} \
+        "induce guest, budget 0.1 %: {rearms} re-arms ({unbudgeted} without), {resident} \
          resident pages re-armed, cost {:.2} ms, allowed {:.2} ms by {cpu} s of program cpu; {soft}",
         cost * 1e3,
         allowed * 1e3
@@ -188,7 +169,7 @@ fn issue5_induced_faults_in_a_two_node_guest_resample_pages_with_their_nodes() {
         "{resident} resident pages re-armed ({rearms} re-arms, {clear_refs_ms} ms in clear_refs) in \
          {cpu} s of program cpu: more than 0.1 % allows:\n{all}"
     );
-    eprintln!("issue5 induce guest: {:.1} s", run.seconds);
+    eprintln!("induce guest: {:.1} s", run.seconds);
 }
 
 /// The rate alone decides here (`--induce-budget off`): under TCG each of the agent's ticks takes
@@ -205,9 +186,9 @@ echo "@@END"
 "#;
 
 #[test]
-fn issue5_uffd_agent_on_linux_6_1_falls_back_to_shared_memory_and_finds_the_ring() {
+fn uffd_agent_on_linux_6_1_falls_back_to_shared_memory_and_finds_the_ring() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path(), "ring8");
+    let exe = compile_profile_program(dir.path(), "ring8", &["-O2", "-Wall", "-pthread"]);
     let guest = Guest::new(2, 2, 256)
         .kernel_arg("numa_balancing=disable")
         .file(env!("CARGO_BIN_EXE_numaff"), "/numaff")
@@ -263,7 +244,7 @@ fn issue5_uffd_agent_on_linux_6_1_falls_back_to_shared_memory_and_finds_the_ring
         min_neighbour > 0.0 && min_neighbour > max_other,
         "neighbour pairs (min {min_neighbour}) are not the heaviest (others up to {max_other}):\n{all}"
     );
-    eprintln!("issue5 uffd ring guest: {:.1} s", run.seconds);
+    eprintln!("uffd ring guest: {:.1} s", run.seconds);
 }
 
 /// NUMA balancing on, its scan delay and minimum period cut to 100 ms (debugfs, Linux 6.1) so that
@@ -283,9 +264,9 @@ grep numa_hint_faults /proc/vmstat
 "#;
 
 #[test]
-fn issue5_numa_balancing_hinting_faults_are_sampled_when_enabled() {
+fn numa_balancing_hinting_faults_are_sampled_when_enabled() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path(), "twonodes");
+    let exe = compile_profile_program(dir.path(), "twonodes", &["-O2", "-Wall", "-pthread"]);
     // Explicitly: --induce auto picks soft-dirty on this kernel.
     let guest = Guest::new(2, 2, 256)
         .kernel_arg("numa_balancing=enable")
@@ -312,7 +293,7 @@ fn issue5_numa_balancing_hinting_faults_are_sampled_when_enabled() {
         "only {inside} samples in 192 pages with NUMA balancing on:\n{all}"
     );
     eprintln!(
-        "issue5 balancing guest: {:.1} s, {inside} samples in the buffers",
+        "balancing guest: {:.1} s, {inside} samples in the buffers",
         run.seconds
     );
 }

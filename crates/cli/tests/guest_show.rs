@@ -1,18 +1,20 @@
-//! Issue 3, item 4: `numaff show` in a 2-node QEMU guest reports the pages of a test program on the
+//! `numaff show` in a 2-node QEMU guest reports the pages of a test program on the
 //! nodes they are on.
 //!
 //! The test program is C, compiled here with `cc` (build-essential, installed by scripts/setup.sh):
 //! it places its pages by first touch from a thread pinned to a cpu of each node, as an ordinary
 //! program does, with nothing from numaff in it, so `numaff show` is checked against placement it did
-//! not make. (The issue 3 payload `numaff-guest` belongs to another package: `cargo test -p numaff`
-//! does not build it, so it could not be found reliably from here.)
+//! not make. (The guest payload `numaff-guest` belongs to another package, which `cargo test -p
+//! numaff` does not build.)
 #![allow(clippy::unwrap_used)] // helpers of tests
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
 
 use numaff_testvm::Guest;
+
+mod common;
+use common::compile;
 
 const PROGRAM: &str = r#"
 #define _GNU_SOURCE
@@ -68,26 +70,15 @@ echo "@@END"
 kill $pid
 "#;
 
-fn compile(dir: &Path) -> std::path::PathBuf {
+/// The test program, written and compiled into `dir`.
+fn compile_show_target(dir: &Path) -> std::path::PathBuf {
     let src = dir.join("show-target.c");
     let exe = dir.join("show-target");
     std::fs::File::create(&src)
         .unwrap()
         .write_all(PROGRAM.as_bytes())
         .unwrap();
-    let out = Command::new("cc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run cc ({e}): install a C compiler (build-essential; scripts/setup.sh)")
-        });
-    assert!(
-        out.status.success(),
-        "cc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile("cc", &["-O2", "-Wall"], &src, &exe, "build-essential");
     exe
 }
 
@@ -103,9 +94,9 @@ fn between<'a>(text: &'a str, from: &str, to: &str) -> &'a str {
 }
 
 #[test]
-fn issue3_show_in_a_two_node_guest_finds_pages_on_their_nodes() {
+fn show_in_a_two_node_guest_finds_pages_on_their_nodes() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile(dir.path());
+    let exe = compile_show_target(dir.path());
     let guest = Guest::new(2, 2, 256)
         .kernel_arg("numa_balancing=disable")
         .file(env!("CARGO_BIN_EXE_numaff"), "/numaff")
@@ -175,5 +166,5 @@ fn issue3_show_in_a_two_node_guest_finds_pages_on_their_nodes() {
     let text = between(all, "\n", "@@RC_TEXT");
     assert!(text.contains(&pid.to_string()), "{text}");
     assert!(text.contains("1024") && text.contains("512"), "{text}");
-    let _ = writeln!(std::io::stderr(), "issue3 show guest: {:.1} s", run.seconds);
+    let _ = writeln!(std::io::stderr(), "show guest: {:.1} s", run.seconds);
 }

@@ -1,4 +1,4 @@
-//! Issue 2, item 7 (in issue 3's QEMU guests): `numaff topo` on a real 2-node Linux kernel, where
+//! `numaff topo` in a 2-node QEMU guest, on a real Linux kernel, where
 //! hwloc and sysfs both see two nodes and `--measure` fills 2 x 2 latency and bandwidth matrices.
 #![allow(clippy::unwrap_used)] // helpers of tests
 
@@ -93,7 +93,7 @@ fn matrix(v: &serde_json::Value, key: &str) -> Vec<Vec<f64>> {
 }
 
 #[test]
-fn issue2_topo_in_a_two_node_guest() {
+fn topo_in_a_two_node_guest_finds_both_nodes_and_their_distances() {
     let guest = Guest::new(2, 2, 256)
         .distances(&[[10, 21], [21, 10]])
         .file(env!("CARGO_BIN_EXE_numaff"), "/numaff")

@@ -1,20 +1,13 @@
-//! Issue 6: `numaff map` as a user runs it: the comparison table, the JSON shape, mapping files,
+//! `numaff map` as a user runs it: the comparison table, the JSON shape, mapping files,
 //! exports and the errors.
 #![allow(clippy::unwrap_used)] // helpers of tests
 
-use assert_cmd::Command;
+mod common;
+use common::{fixture, numaff};
 use predicates::prelude::*;
 
-fn numaff() -> Command {
-    Command::cargo_bin("numaff").unwrap()
-}
-
-fn fixture(name: &str) -> String {
-    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
 #[test]
-fn issue6_map_compare_snapshot() {
+fn map_compare_snapshot() {
     let out = numaff()
         .args(["map", "--compare", "--machine", "kmaf-sim-4x2", "--matrix"])
         .arg(fixture("comm8.csv"))
@@ -29,7 +22,7 @@ fn issue6_map_compare_snapshot() {
 }
 
 #[test]
-fn issue6_map_json_has_placement_and_hop_cost() {
+fn map_json_has_placement_and_hop_cost() {
     let out = numaff()
         .args([
             "map",
@@ -94,7 +87,7 @@ fn issue6_map_json_has_placement_and_hop_cost() {
 }
 
 #[test]
-fn issue6_map_saves_a_mapping_file_and_exports_it() {
+fn map_saves_a_mapping_file_and_exports_it() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("app.toml");
     numaff()
@@ -116,7 +109,7 @@ fn issue6_map_saves_a_mapping_file_and_exports_it() {
     assert!(text.contains("algorithm = \"scatter\""), "{text}");
     assert!(text.contains("matrix_hash = \"fnv1a64:"), "{text}");
     assert!(text.contains("hop_cost = "), "{text}");
-    // Every field the issue names: machine fingerprint, tasks -> PUs, algorithm, inputs.
+    // Every field of a mapping file: machine fingerprint, tasks -> PUs, algorithm, inputs.
     let f = numaff_policy::mapping::MappingFile::load(&file).unwrap();
     let m = numaff_machine::spec::resolve("kmaf-sim-4x2").unwrap();
     assert_eq!(
@@ -188,7 +181,7 @@ fn issue6_map_saves_a_mapping_file_and_exports_it() {
 }
 
 #[test]
-fn issue6_map_errors_say_where_and_what() {
+fn map_errors_say_where_and_what() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.csv");
     std::fs::write(&bad, "0,1,2\n1,0,x3\n2,3,0\n").unwrap();
@@ -313,13 +306,13 @@ fn issue6_map_errors_say_where_and_what() {
     }
 }
 
-/// Issue 6 item 4, `--trace T`: the matrix comes from the trace's analysis. A trace of 8 threads
+/// `--trace T`: the matrix comes from the trace's analysis. A trace of 8 threads
 /// (tids 700..707) where thread i faults on 256-byte blocks thread i+1 touched just before (kMAF's
 /// sharing table pairs them), recorded on kmaf-sim-4x2 (its machine in the metadata): locality maps
 /// the ring at the hop cost of the best mapping for it, the JSON lists the tids in matrix order,
 /// the current placement is each thread's last cpu, and the mapping file names the trace.
 #[test]
-fn issue6_map_from_a_trace() {
+fn map_from_a_trace_maps_its_ring_and_names_the_trace() {
     use numaff_behave::{Kind, Sample, TraceMeta};
     let dir = tempfile::tempdir().unwrap();
     let machine = numaff_machine::spec::resolve("kmaf-sim-4x2").unwrap();
@@ -468,7 +461,7 @@ fn issue6_map_from_a_trace() {
 /// pair of the first group on one node and the four pairs on four different nodes (002 §3.3.3:
 /// concurrent communication spread over the memory controllers).
 #[test]
-fn issue6_deloc_from_a_trace_spreads_concurrent_pairs() {
+fn deloc_from_a_trace_spreads_concurrent_pairs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.csv");
     let mut text = String::from("time_ns,sender,receiver,bytes\n");

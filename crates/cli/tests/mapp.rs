@@ -6,12 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
 
-use assert_cmd::Command;
+mod common;
+use common::numaff;
 use predicates::prelude::*;
-
-fn numaff() -> Command {
-    Command::cargo_bin("numaff").unwrap()
-}
 
 fn fig32() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../mapp/tests/c/fig32.c")
@@ -191,10 +188,10 @@ fn mapp_output_builds_against_installed_libnumaff_and_prints_the_same() {
     assert_eq!(outputs[0], outputs[1]);
 }
 
-/// Issue 7's `[--report]`: without it one summary line, with it every array with its line, size
+/// `--report`: without it one summary line, with it every array with its line, size
 /// and reason; without -o the code goes to stdout and the report to stderr.
 #[test]
-fn issue7_mapp_report_option() {
+fn mapp_report_option_lists_every_array_with_its_reason() {
     let dir = workdir();
     let base = ["mapp", "fig32.c", "--machine", "minas-opteron"];
     let out = numaff()
@@ -236,10 +233,10 @@ fn issue7_mapp_report_option() {
     );
 }
 
-/// Issue 7's bad input, through the command: each gets a message naming the file and line (the
+/// Bad input, through the command: each gets a message naming the file and line (the
 /// 50 MB file: its size) and a failure status, and no output file is left.
 #[test]
-fn issue7_mapp_bad_inputs_name_the_line_and_leave_no_output_file() {
+fn mapp_bad_inputs_name_the_line_and_leave_no_output_file() {
     let main = "int main(void) { ok[0] = 1; return 0; }\n";
     let head = "#include <stdio.h>\nstatic double ok[1 << 20];\n";
     let cases: Vec<(String, String, &str)> = vec![
@@ -324,7 +321,7 @@ fn issue7_mapp_bad_inputs_name_the_line_and_leave_no_output_file() {
 /// The text report keeps one line per array: a declaration whose size spans lines, or runs to
 /// 200 KB (100 000 nested parentheses), is shown flattened and cut; `--json` has it whole.
 #[test]
-fn issue7_mapp_report_shows_each_array_on_one_short_line() {
+fn mapp_report_shows_each_array_on_one_short_line() {
     let dir = tempfile::tempdir().unwrap();
     let deep = format!("{}1 << 24{}", "(".repeat(100_000), ")".repeat(100_000));
     let src = format!(

@@ -9,25 +9,22 @@ use std::process::Command;
 use assert_cmd::cargo::cargo_bin;
 use numaff_behave::TraceReader;
 
-fn perf_allowed() -> bool {
-    let p = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok());
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    root || p.is_some_and(|p| p <= 2)
-}
+mod common;
+use common::{perf_allowed, profile_program, try_compile};
 
+/// The C test program `name`, compiled into `dir`; `None` without a working C compiler (the
+/// test is then skipped).
 fn compile(dir: &Path, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/profile/{name}.c"));
-    let out = dir.join(name);
-    let ok = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(out)
+    let exe = dir.join(name);
+    try_compile(
+        "cc",
+        &["-O2", "-pthread"],
+        profile_program(name),
+        &exe,
+        "build-essential",
+    )
+    .ok()
+    .map(|()| exe)
 }
 
 /// touch4's report of its 4 buffers (`BUF tid start end`): tid -> [start, end).
@@ -297,11 +294,11 @@ fn profile_a_running_process_by_pid() {
     assert!(faults >= samples.len() as f64, "{faults} faults counted");
 }
 
-/// Issue 5, sampling overhead: `--sample-period 8` samples one first touch in 8, each still from
+/// Sampling overhead: `--sample-period 8` samples one first touch in 8, each still from
 /// the thread that touched the page, and the trace records the period and how many faults there
 /// were.
 #[test]
-fn issue5_sample_period_samples_one_fault_in_n() {
+fn sample_period_samples_one_fault_in_n() {
     if !perf_allowed() {
         return;
     }
@@ -351,7 +348,7 @@ fn issue5_sample_period_samples_one_fault_in_n() {
 /// `numaff profile --import`: `perf script` text to a trace that `numaff analyze` reads; a bad
 /// line is an error naming the line, and no trace is left behind.
 #[test]
-fn issue5_import_perf_script_text() {
+fn import_turns_perf_script_text_into_a_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let text = dir.path().join("perf.txt");
     // Two threads fault on the same 256-byte blocks, on cpu 0 (every machine has one).
@@ -438,7 +435,7 @@ fn issue5_import_perf_script_text() {
 }
 
 #[test]
-fn issue5_the_program_gets_numaffs_environment_and_samples_name_real_cpus() {
+fn the_program_gets_numaffs_environment_and_samples_name_real_cpus() {
     if !perf_allowed() {
         return;
     }
@@ -485,7 +482,7 @@ fn issue5_the_program_gets_numaffs_environment_and_samples_name_real_cpus() {
 /// the program's huge pages, records `thp_mode` and `thp_bytes_max` in the trace and reports them,
 /// and `numaff analyze` repeats it.
 #[test]
-fn issue5_transparent_huge_pages_are_reported_and_recorded() {
+fn transparent_huge_pages_are_reported_and_recorded() {
     if !perf_allowed() {
         eprintln!("skipped: perf_event_paranoid > 2 and not root");
         return;

@@ -1,14 +1,11 @@
-//! Issue 3: `numaff show` on real processes of this machine.
+//! `numaff show` on real processes of this machine.
 #![allow(clippy::unwrap_used)] // helpers of tests
 
 use std::process::{Child, Command as StdCommand};
 
-use assert_cmd::Command;
+mod common;
+use common::numaff;
 use predicates::prelude::*;
-
-fn numaff() -> Command {
-    Command::cargo_bin("numaff").unwrap()
-}
 
 /// A process that lives long enough to be looked at, killed when dropped.
 struct Sleeper(Child);
@@ -30,7 +27,7 @@ impl Drop for Sleeper {
 }
 
 #[test]
-fn issue3_show_prints_threads_mappings_and_nodes() {
+fn show_prints_threads_mappings_and_nodes() {
     let s = Sleeper::start("30");
     numaff()
         .args(["show", &s.pid()])
@@ -49,7 +46,7 @@ fn issue3_show_prints_threads_mappings_and_nodes() {
 }
 
 #[test]
-fn issue3_show_json_has_the_documented_shape() {
+fn show_json_has_the_documented_shape() {
     let s = Sleeper::start("30");
     let me = std::process::id().to_string();
     let out = numaff()
@@ -86,7 +83,7 @@ fn issue3_show_json_has_the_documented_shape() {
 }
 
 #[test]
-fn issue3_show_of_an_exited_process_says_so() {
+fn show_of_an_exited_process_says_so() {
     let mut child = StdCommand::new("true").spawn().unwrap();
     let pid = child.id().to_string();
     child.wait().unwrap();
@@ -102,7 +99,7 @@ fn issue3_show_of_an_exited_process_says_so() {
 }
 
 #[test]
-fn issue3_show_watch_ends_when_the_process_exits() {
+fn show_watch_ends_when_the_process_exits() {
     let s = Sleeper::start("1");
     let out = numaff()
         .args([
@@ -135,7 +132,7 @@ fn issue3_show_watch_ends_when_the_process_exits() {
 }
 
 #[test]
-fn issue3_show_rejects_bad_arguments() {
+fn show_rejects_bad_arguments() {
     numaff().args(["show"]).assert().code(2);
     numaff().args(["show", "abc"]).assert().code(2);
     numaff()

@@ -1,13 +1,10 @@
-//! Issue 4: `numaff sim` as a user runs it: the workload list, the JSON of a run and of --measure,
+//! `numaff sim` as a user runs it: the workload list, the JSON of a run and of --measure,
 //! workload files, errors.
 #![allow(clippy::unwrap_used)] // helpers of tests
 
-use assert_cmd::Command;
+mod common;
+use common::numaff;
 use predicates::prelude::*;
-
-fn numaff() -> Command {
-    Command::cargo_bin("numaff").unwrap()
-}
 
 fn json(args: &[&str]) -> serde_json::Value {
     let out = numaff().args(args).output().unwrap();
@@ -53,14 +50,14 @@ fn nas_is_json(extra: &[&str]) -> serde_json::Value {
 }
 
 #[test]
-fn issue4_sim_list_workloads_snapshot() {
+fn sim_list_workloads_snapshot() {
     let out = numaff().args(["sim", "--list-workloads"]).output().unwrap();
     assert!(out.status.success());
     insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
 }
 
 #[test]
-fn issue4_sim_json_shape() {
+fn sim_json_has_the_documented_shape() {
     let v = json(&[
         "sim",
         "--machine",
@@ -98,7 +95,7 @@ fn issue4_sim_json_shape() {
 }
 
 #[test]
-fn issue4_sim_measure_json_matrices() {
+fn sim_measure_json_gives_latency_and_bandwidth_matrices() {
     let v = json(&["sim", "--machine", "kmaf-sim-4x2", "--measure", "--json"]);
     let lat = v["latency_ns"].as_array().unwrap();
     let bw = v["bandwidth_mbs"].as_array().unwrap();
@@ -113,7 +110,7 @@ fn issue4_sim_measure_json_matrices() {
 }
 
 #[test]
-fn issue4_sim_workload_file_explicit_cpus_and_errors() {
+fn sim_runs_a_workload_file_on_explicit_cpus_and_names_its_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("two.toml");
     std::fs::write(
@@ -182,7 +179,7 @@ start_ns = 5000
 
 /// `--trace` replays a recorded trace (here a CSV one written by numaff_behave) thread by thread.
 #[test]
-fn issue4_sim_replays_a_recorded_trace() {
+fn sim_replays_a_recorded_trace() {
     use numaff_behave::{trace, Kind, Sample, TraceMeta};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rec.csv");
@@ -234,7 +231,7 @@ fn issue4_sim_replays_a_recorded_trace() {
 
 /// `--huge-pages` backs the workload with 2 MiB pages: far fewer first-touch faults, same accesses.
 #[test]
-fn issue4_sim_huge_pages_flag() {
+fn sim_huge_pages_cut_first_touch_faults_not_accesses() {
     let run = |huge: bool| {
         let mut args = vec![
             "sim",
@@ -267,7 +264,7 @@ fn issue4_sim_huge_pages_flag() {
 /// `--seeds N` runs seeds S..S+N-1 and summarises each figure; every run is the one `--seed`
 /// gives alone, and the summary is taken over them.
 #[test]
-fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
+fn sim_seeds_summarise_the_os_placement_over_runs() {
     let with = nas_is;
     let json_of = nas_is_json;
     let v = json_of(&["--seed", "5", "--seeds", "3", "--json"]);
@@ -325,7 +322,7 @@ fn issue4_sim_seeds_summarise_the_os_placement_over_runs() {
 /// `--jobs N` simulates the seeds' runs N at a time: the figures, and their order, are those of
 /// one run after another; a failure names the first failing seed whatever N.
 #[test]
-fn issue4_sim_jobs_run_the_seeds_at_once_with_the_same_figures() {
+fn sim_jobs_run_the_seeds_at_once_with_the_same_figures() {
     let seeds = ["--seed", "5", "--seeds", "3"];
     let with = |extra: &[&str]| nas_is(&[&seeds[..], extra].concat());
     let json_of = |extra: &[&str]| nas_is_json(&[&seeds[..], extra].concat());
@@ -359,7 +356,7 @@ fn issue4_sim_jobs_run_the_seeds_at_once_with_the_same_figures() {
 /// the generators built the threads' steps; now the file is refused at once, and so is an
 /// `--nthreads` that pushes a sane file past the limit (sim checks again after its options).
 #[test]
-fn issue4_sim_refuses_a_workload_too_long_to_hold() {
+fn sim_refuses_a_workload_too_long_to_hold() {
     let dir = tempfile::tempdir().unwrap();
     let file = |name: &str, iterations: u64| {
         let path = dir.path().join(name);
@@ -408,7 +405,7 @@ fn issue4_sim_refuses_a_workload_too_long_to_hold() {
 /// small run's lines stay cached); under MESIF each such read writes the line back. A machine
 /// without a protocol (kmaf-sim-4x2) runs MESIF's rule. A bad name is refused with the list.
 #[test]
-fn issue4_sim_coherence_flag_overrides_the_machines_protocol() {
+fn sim_coherence_flag_overrides_the_machines_protocol() {
     let run = |machine: &str, extra: &[&str]| {
         let mut args = vec![
             "sim",
@@ -449,7 +446,7 @@ fn issue4_sim_coherence_flag_overrides_the_machines_protocol() {
 /// compare them with the first: each placement's run is the run `numaff sim` gives for that
 /// placement alone, and its speed is the first one's makespan over its own.
 #[test]
-fn issue4_sim_compares_every_thread_and_data_placement_given() {
+fn sim_compares_every_thread_and_data_placement_given() {
     let with = nas_is;
     let json_of = nas_is_json;
     let placements = [

@@ -1,12 +1,11 @@
-//! Issue 2: `numaff topo` and `numaff demo` as a user runs them.
+//! `numaff topo` and `numaff demo` as a user runs them.
 #![allow(clippy::unwrap_used)] // helpers of tests
 
 use assert_cmd::Command;
-use predicates::prelude::*;
 
-fn numaff() -> Command {
-    Command::cargo_bin("numaff").unwrap()
-}
+mod common;
+use common::{numaff, perf_allowed};
+use predicates::prelude::*;
 
 /// The PUs the kernel has online here, read from sysfs (not assumed).
 fn online_cpus() -> usize {
@@ -15,7 +14,7 @@ fn online_cpus() -> usize {
 }
 
 #[test]
-fn issue2_topo_json_describes_this_machine() {
+fn topo_json_describes_this_machine() {
     let out = numaff().args(["topo", "--json"]).output().unwrap();
     assert!(
         out.status.success(),
@@ -31,7 +30,7 @@ fn issue2_topo_json_describes_this_machine() {
 }
 
 #[test]
-fn issue2_topo_text_shows_tree_and_factor() {
+fn topo_text_shows_tree_and_factor() {
     numaff()
         .args(["topo", "--machine", "kmaf-sim-4x2"])
         .assert()
@@ -44,7 +43,7 @@ fn issue2_topo_text_shows_tree_and_factor() {
 }
 
 #[test]
-fn issue2_topo_snapshot_kmaf_sim() {
+fn topo_snapshot_kmaf_sim() {
     let out = numaff()
         .args(["topo", "--machine", "kmaf-sim-4x2"])
         .output()
@@ -53,7 +52,7 @@ fn issue2_topo_snapshot_kmaf_sim() {
 }
 
 #[test]
-fn issue2_topo_snapshot_laso_hpl_matrices() {
+fn topo_snapshot_laso_hpl_matrices() {
     let out = numaff()
         .args(["topo", "--machine", "laso-hpl"])
         .output()
@@ -64,14 +63,14 @@ fn issue2_topo_snapshot_laso_hpl_matrices() {
 }
 
 #[test]
-fn issue2_topo_list_snapshot() {
+fn topo_list_snapshot() {
     let out = numaff().args(["topo", "--list"]).output().unwrap();
     assert!(out.status.success());
     insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
 }
 
 #[test]
-fn issue2_topo_list_json_has_every_catalog_machine() {
+fn topo_list_json_has_every_catalog_machine() {
     let out = numaff()
         .args(["topo", "--list", "--json"])
         .output()
@@ -102,7 +101,7 @@ fn issue2_topo_list_json_has_every_catalog_machine() {
 }
 
 #[test]
-fn issue2_synthetic_machine_spec() {
+fn synthetic_machine_spec_gives_its_nodes_cores_and_pus() {
     let out = numaff()
         .args(["topo", "--machine", "pack:2 numa:2 core:4 pu:2", "--json"])
         .output()
@@ -119,7 +118,7 @@ fn issue2_synthetic_machine_spec() {
 }
 
 #[test]
-fn issue2_export_then_load_round_trips() {
+fn export_then_load_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hpl.toml");
     numaff()
@@ -142,7 +141,7 @@ fn issue2_export_then_load_round_trips() {
 }
 
 #[test]
-fn issue2_host_export_is_a_valid_machine_file() {
+fn host_export_is_a_valid_machine_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("host.toml");
     numaff()
@@ -155,7 +154,7 @@ fn issue2_host_export_is_a_valid_machine_file() {
 }
 
 #[test]
-fn issue2_from_hwloc_imports_an_export() {
+fn from_hwloc_imports_an_export() {
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../machine/tests/fixtures/hwloc-4node.xml"
@@ -174,7 +173,7 @@ fn issue2_from_hwloc_imports_an_export() {
 }
 
 #[test]
-fn issue2_errors_are_clear_and_exit_nonzero() {
+fn errors_are_clear_and_exit_nonzero() {
     numaff()
         .args(["topo", "--machine", "no-such-machine"])
         .assert()
@@ -206,7 +205,7 @@ fn issue2_errors_are_clear_and_exit_nonzero() {
 }
 
 #[test]
-fn issue2_export_failure_leaves_no_partial_file() {
+fn export_failure_leaves_no_partial_file() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("missing-dir").join("m.toml");
     numaff()
@@ -219,7 +218,7 @@ fn issue2_export_failure_leaves_no_partial_file() {
 }
 
 #[test]
-fn issue2_demo_shows_host_and_paper_machine() {
+fn demo_shows_host_and_paper_machine() {
     numaff()
         .arg("demo")
         .assert()
@@ -232,7 +231,7 @@ fn issue2_demo_shows_host_and_paper_machine() {
 /// Fuzzing found XML that makes hwloc 2.9 itself crash (SIGSEGV in hwloc_bitmap_compare_first):
 /// numaff loads XML in a child process, so the user gets an error, not a crash.
 #[test]
-fn issue2_xml_that_crashes_hwloc_is_an_error() {
+fn xml_that_crashes_hwloc_is_an_error() {
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/hwloc-crashes-hwloc.xml"
@@ -246,11 +245,11 @@ fn issue2_xml_that_crashes_hwloc_is_an_error() {
 }
 
 /// The child that hwloc crashes in dies with the default action and writes no core file, even
-/// where core files are allowed (its crash is expected and reported; before, a fuzzer's handler
-/// inherited by the child wrote a `crash-*` file per crash, and the Rust runtime's SIGSEGV handler
-/// let the kernel dump a core in the working directory).
+/// where core files are allowed (its crash is expected and reported). Guards against a signal
+/// handler inherited by the child (a fuzzer's, which writes a `crash-*` file per crash, or the Rust
+/// runtime's SIGSEGV handler, which lets the kernel dump a core in the working directory).
 #[test]
-fn issue2_the_child_hwloc_crashes_in_leaves_no_core_file() {
+fn the_child_hwloc_crashes_in_leaves_no_core_file() {
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/hwloc-crashes-hwloc.xml"
@@ -276,7 +275,7 @@ fn issue2_the_child_hwloc_crashes_in_leaves_no_core_file() {
 
 /// The demo's mapping example: locality beats the communication-blind compact and scatter.
 #[test]
-fn issue6_demo_shows_locality_beating_compact_and_scatter() {
+fn demo_shows_locality_beating_compact_and_scatter() {
     let out = numaff().arg("demo").output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let cost = |name: &str| -> f64 {
@@ -294,7 +293,7 @@ fn issue6_demo_shows_locality_beating_compact_and_scatter() {
 /// The demo's simulation: on the paper machine, neighbours together with local pages (T_L D_L) beat
 /// threads apart with remote pages (T_R D_R), as in kMAF Fig. 1.
 #[test]
-fn issue4_demo_simulation_shows_placement_matters() {
+fn demo_simulation_shows_placement_matters() {
     let out = numaff().arg("demo").output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let ms = |label: &str| -> f64 {
@@ -318,13 +317,8 @@ fn issue4_demo_simulation_shows_placement_matters() {
 /// Checks the demo's observing step in `text`: where perf events and userfaultfd work, the ring's
 /// neighbour pairs are the heaviest of a 4 x 4 matrix; elsewhere the demo says it cannot show it.
 fn assert_demo_found_the_ring(text: &str) {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok());
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
     let uffd = numaff_linux::induce::uffd_async_probe().is_ok();
-    if (root || paranoid.is_some_and(|p| p <= 2)) && uffd {
+    if perf_allowed() && uffd {
         assert!(
             text.contains("The heaviest pairs are the ring's neighbours"),
             "{text}"
@@ -348,18 +342,17 @@ fn assert_demo_found_the_ring(text: &str) {
 /// (its neighbour pairs are the heaviest of the communication matrix). Where perf events or
 /// userfaultfd are refused, the demo says it cannot show it, and still succeeds.
 #[test]
-fn issue5_demo_profiles_a_ring_and_finds_its_neighbours() {
+fn demo_profiles_a_ring_and_finds_its_neighbours() {
     let out = numaff().arg("demo").output().unwrap();
     assert!(out.status.success());
     assert_demo_found_the_ring(&String::from_utf8(out.stdout).unwrap());
 }
 
-/// CI failed the test above on a busy machine: the ring got little cpu, the default induce
-/// budget (0.5 % of it) re-armed its buffers once in 1.5 s, and the matrix was 0-4 KiB noise.
-/// Here six threads spin on the 2 cores while the demo runs; it must still find the ring (the
-/// demo as it was failed this test 4 times in 4).
+/// The demo on a busy machine, where the ring gets little cpu: with the default induce budget
+/// (0.5 % of that cpu) its buffers were re-armed about once in 1.5 s and the matrix was noise.
+/// Here six threads spin while the demo runs; it must still find the ring.
 #[test]
-fn issue5_demo_finds_the_ring_on_a_loaded_machine() {
+fn demo_finds_the_ring_on_a_loaded_machine() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let stop = AtomicBool::new(false);
     let out = std::thread::scope(|s| {

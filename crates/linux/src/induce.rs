@@ -40,8 +40,8 @@ pub const AGENT_TICK_MS: u64 = 100;
 
 /// Default share of the program's cpu time that induced faults may cost (`--induce-budget`):
 /// 0.5 %, so that with the first-touch sampler's own cost (about 1.1 % of a memory-bound
-/// program's cpu time on a 512 MiB, 2-thread run here, README) profiling stays within issue 5's
-/// 2 %.
+/// program's cpu time on a 512 MiB, 2-thread run, README) profiling stays within 2 % of the
+/// program's cpu time.
 pub const DEFAULT_BUDGET: f64 = 0.005;
 
 /// The cost of one induced fault the budget assumes, in ns: the uffd write fault with its sample,
@@ -700,7 +700,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_budget_pays_faults_from_a_share_of_the_programs_cpu_time() {
+    fn budget_pays_faults_from_a_share_of_the_programs_cpu_time() {
         let mut b = InduceBudget::new(0.01, 1000.0);
         // Nothing earned yet: nothing may be re-armed.
         assert_eq!(b.take(10, false), 0);

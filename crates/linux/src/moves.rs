@@ -14,7 +14,7 @@
 //! Kernel NUMA balancing (see [`crate::balancing`]) may move pages back after numaff moved them, for
 //! pages whose policy is DEFAULT: these functions do not fight it. Callers that act on a process
 //! should read `balancing::numa_balancing()` and report it; for numaff's own or a cooperating
-//! process's memory, [`crate::policy::mbind`] with BIND pins the pages where they are put.
+//! process's memory, [`crate::mempolicy::mbind`] with BIND pins the pages where they are put.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -664,7 +664,7 @@ mod tests {
     }
 
     #[test]
-    fn issue7_busy_pages_are_tried_again_until_they_move() {
+    fn busy_pages_are_tried_again_until_they_move() {
         let start = MoveCounts {
             moved: 5,
             busy: 2,
@@ -680,7 +680,7 @@ mod tests {
     }
 
     #[test]
-    fn issue7_a_page_busy_for_good_is_tried_a_bounded_number_of_times() {
+    fn a_page_busy_for_good_is_tried_a_bounded_number_of_times() {
         let start = MoveCounts {
             busy: 1,
             ..MoveCounts::default()
@@ -695,7 +695,7 @@ mod tests {
     }
 
     #[test]
-    fn issue7_retried_pages_are_counted_for_what_became_of_them() {
+    fn retried_pages_are_counted_for_what_became_of_them() {
         let start = MoveCounts {
             busy: 3,
             ..MoveCounts::default()
@@ -716,7 +716,7 @@ mod tests {
     }
 
     #[test]
-    fn issue7_a_failed_retry_call_leaves_the_pages_busy() {
+    fn a_failed_retry_call_leaves_the_pages_busy() {
         let start = MoveCounts {
             busy: 2,
             ..MoveCounts::default()

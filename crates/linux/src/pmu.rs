@@ -369,7 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_pebs_events_on_a_skylake_pmu() {
+    fn pebs_events_on_a_skylake_pmu() {
         let ev = pebs_events(&fixture("skylake"), 30).expect("skylake");
         assert!(ev.notes.is_empty(), "{:?}", ev.notes);
         let labels: Vec<&str> = ev.events.iter().map(|e| e.label.as_str()).collect();
@@ -397,7 +397,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_loads_needing_the_aux_leader_are_left_out_with_a_note() {
+    fn loads_needing_the_aux_leader_are_left_out_with_a_note() {
         let ev = pebs_events(&fixture("sapphire-rapids"), 50).expect("spr");
         assert_eq!(ev.events.len(), 1);
         assert_eq!(ev.events[0].label, "cpu/mem-stores/");
@@ -406,7 +406,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_hybrid_parts_use_the_performance_cores_pmu() {
+    fn hybrid_parts_use_the_performance_cores_pmu() {
         let ev = pebs_events(&fixture("alder-lake"), 30).expect("adl");
         assert_eq!(ev.events.len(), 1);
         assert_eq!(ev.events[0].label, "cpu_core/mem-stores/");
@@ -414,7 +414,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_ibs_op_on_a_zen4_pmu() {
+    fn ibs_op_on_a_zen4_pmu() {
         let ev = ibs_events(&fixture("zen4")).expect("zen4");
         assert_eq!(ev.events[0].label, "ibs_op//");
         assert_eq!(
@@ -428,7 +428,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_no_pmu_is_a_clear_error() {
+    fn no_pmu_is_a_clear_error() {
         let e = pebs_events(&fixture("kvm"), 30).expect_err("kvm has no PEBS");
         assert!(e.to_string().contains("no Intel PEBS"), "{e}");
         let e = ibs_events(&fixture("kvm")).expect_err("kvm has no IBS");
@@ -436,7 +436,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_multi_range_fields_fill_from_the_lowest_bits() {
+    fn multi_range_fields_fill_from_the_lowest_bits() {
         // AMD's core PMU: event is config:0-7,32-35.
         let bits = parse_format(Path::new("event"), "config:0-7,32-35\n").expect("format");
         let pmu = PmuFormat {
@@ -455,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_bad_format_and_event_files_name_the_problem() {
+    fn bad_format_and_event_files_name_the_problem() {
         let p = Path::new("f");
         assert!(parse_format(p, "config9:0-3")
             .expect_err("dest")

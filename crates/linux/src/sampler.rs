@@ -8,8 +8,7 @@
 //! opens one event per cpu with `inherit` set, each with its own mmapped ring buffer: an inherited
 //! event opened on one task for all cpus (cpu = -1) cannot be mmapped (DESIGN.md). The events must
 //! exist before the program's threads are created, so [`AccessSampler::open`] is called on a
-//! freshly forked child that waits for a go signal before its exec (see the CLI's `profile`
-//! command).
+//! freshly forked child that waits for a go signal before its exec ([`crate::launch`]).
 //!
 //! [`list_samplers`] says which samplers work on this machine and why not the others (PEBS, IBS,
 //! soft-dirty induced faults, NUMA-balancing hinting faults). The decoding of hardware samples
@@ -48,17 +47,16 @@ pub mod sample_type {
         IP | TID | TIME | ADDR | ID | CPU | PERIOD | STREAM_ID | WEIGHT | DATA_SRC | IDENTIFIER;
 }
 
-/// One page fault in `N` is sampled (issue 5: sampling overhead); 1 samples every fault.
+/// One page fault in `N` is sampled, to bound the sampling overhead; 1 samples every fault.
 ///
 /// Each sampled fault costs the faulting thread about 0.6 µs of kernel time here, a fault that is
 /// only counted about 0.05 µs (README, "numaff profile"), so a program that first-touches memory
 /// at 100 000 pages/s per thread pays 6 % at period 1 and about 1.3 % at period 8. A fixed period
 /// subsamples every stream of faults alike: first touches, bursts of induced faults and the
 /// rare faults of a steady program. The kernel's frequency mode (`perf_event_attr.freq`, a cap on
-/// samples per second) was tried and not kept: the period it raises during a burst of first
-/// touches stays high while the program faults rarely, so induced faults were almost never
-/// sampled afterwards (8 threads exchanging 16-page buffers gave one sharing pair instead of the
-/// ring of eight; README).
+/// samples per second) does not fit: the period it raises during a burst of first touches stays
+/// high while the program faults rarely, so induced faults are almost never sampled afterwards
+/// (8 threads exchanging 16-page buffers give one sharing pair instead of the ring of eight).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SamplePeriod(pub u64);
 
@@ -1022,7 +1020,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_ring_pages_stay_within_budget_and_bounds() {
+    fn ring_pages_stay_within_budget_and_bounds() {
         let page = page_size();
         for cpus in [1, 2, 3, 8, 64, 1024] {
             let p = ring_pages_for(cpus);
@@ -1057,7 +1055,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_hardware_samplers_say_which_events_and_why_not() {
+    fn hardware_samplers_say_which_events_and_why_not() {
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
         // Found in sysfs: the entry names the events; on this PMU-less VM the trial open fails
         // and says why, on a Skylake it would open.
@@ -1094,7 +1092,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_small_ring_wraps_without_losses_and_gives_the_cpu() {
+    fn small_ring_wraps_without_losses_and_gives_the_cpu() {
         // Pinned to one cpu: every sample must say that cpu, which now comes from the ring.
         let Some((cpus, pin, tid)) = own_thread_pinned() else {
             return;
@@ -1129,7 +1127,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_an_overflowing_ring_counts_its_losses() {
+    fn an_overflowing_ring_counts_its_losses() {
         let Some((cpus, pin, tid)) = own_thread_pinned() else {
             return;
         };
@@ -1184,7 +1182,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_sample_period_parses_and_says_what_is_wrong() {
+    fn sample_period_parses_and_says_what_is_wrong() {
         assert_eq!("1".parse::<SamplePeriod>(), Ok(SamplePeriod::EVERY));
         assert_eq!(" 8 ".parse::<SamplePeriod>(), Ok(SamplePeriod(8)));
         for bad in ["0", "-5", "1.5", "all", "", "1000001"] {
@@ -1199,7 +1197,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_a_period_samples_one_fault_in_n() {
+    fn a_period_samples_one_fault_in_n() {
         let Some((cpus, tid)) = own_thread() else {
             return;
         };
@@ -1232,7 +1230,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_hardware_records_become_loads_and_stores_with_latency() {
+    fn hardware_records_become_loads_and_stores_with_latency() {
         // A synthetic PEBS load in HW_SAMPLE_TYPE's layout: pid/tid, time, addr, weight,
         // data_src (op LOAD, lvl HIT|REM_RAM1).
         let load = rec(&[pair(8, 7), 1_000, 0x7f00_0000_1000, 312, 0x2 | (0x102 << 5)]);
@@ -1265,7 +1263,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_hardware_ring_records_decode_from_a_real_kernel() {
+    fn hardware_ring_records_decode_from_a_real_kernel() {
         // No PMU here: the software page-fault event, opened as if it were a sysfs PMU event
         // (type 1, config 2), with the hardware samplers' sample_type. The kernel writes WEIGHT
         // and DATA_SRC as zeros, so every record must decode (the layout is right) and be

@@ -87,7 +87,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue5_thp_mode_is_the_bracketed_word() {
+    fn thp_mode_is_the_bracketed_word() {
         assert_eq!(
             parse_enabled("[always] madvise never\n"),
             Some(ThpMode::Always)
@@ -106,7 +106,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_anon_huge_pages_from_smaps_rollup() {
+    fn anon_huge_pages_are_read_from_smaps_rollup() {
         let text = "55d0-7ffc ---p 00000000 00:00 0 [rollup]\nRss:  10240 kB\nAnonHugePages:      4096 kB\nShmemPmdMapped: 0 kB\n";
         assert_eq!(parse_anon_huge_bytes(text), Some(4 << 20));
         assert_eq!(parse_anon_huge_bytes("Rss: 1 kB\n"), None);

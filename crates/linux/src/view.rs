@@ -200,7 +200,7 @@ mod tests {
     }
 
     #[test]
-    fn issue3_view_of_this_process() {
+    fn view_of_this_process_has_its_threads_and_mappings() {
         let machine = one_node_machine();
         let pid = std::process::id() as i32;
         // A buffer with touched pages, so that an anonymous mapping has present pages.
@@ -223,7 +223,7 @@ mod tests {
     }
 
     #[test]
-    fn issue3_policies_print_as_the_kernel_does() {
+    fn policies_print_as_the_kernel_does() {
         let line = "7f0000000000 bind=static:0-1 anon=1 dirty=1 N0=1";
         let m = numa_maps::parse_line(line).unwrap();
         assert_eq!(policy_text(&m.policy), "bind=static:0-1");
@@ -232,7 +232,7 @@ mod tests {
     }
 
     #[test]
-    fn issue3_a_zombie_has_exited() {
+    fn a_zombie_has_exited() {
         let machine = one_node_machine();
         let child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id() as i32;
@@ -244,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn issue3_a_process_that_exited_is_a_clear_error() {
+    fn a_process_that_exited_is_a_clear_error() {
         let machine = one_node_machine();
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id() as i32;

@@ -1,6 +1,6 @@
 /* Maps, touches and unmaps private and shared buffers again and again for argv[1] ms (default
- * 1000), so that the uffd agent often re-arms a range the program has just unmapped (issue 5:
- * that is not an error). Prints "ROUNDS n". */
+ * 1000), so that the uffd agent often re-arms a range the program has just unmapped (which must
+ * not count as an error). Prints "ROUNDS n". */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>

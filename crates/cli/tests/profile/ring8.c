@@ -1,4 +1,4 @@
-/* The known communication pattern of issue 5: 8 threads in a ring, thread i writes its buffer and
+/* A known communication pattern: 8 threads in a ring, thread i writes its buffer and
  * thread i+1 reads it, round after round (argv[1] milliseconds in all, default 1500).
  * The buffers are shared memory (MAP_SHARED | MAP_ANONYMOUS, 16 pages each), where induced faults
  * catch reads as well as writes (numaff's uffd agent unmaps shared pages; private pages can be

@@ -1,4 +1,4 @@
-/* For the 2-node guest test of induced faults (issue 5): two threads, pinned to argv[1] and argv[2]
+/* For the 2-node guest test of induced faults: two threads, pinned to argv[1] and argv[2]
  * (a cpu of node 0 and one of node 1), each rewrites its own buffer every round and half of a
  * buffer they share, for argv[3] milliseconds, with a barrier between rounds. 64 pages each,
  * private anonymous memory without transparent huge pages. Prints "BUF name start end".
@@ -6,12 +6,10 @@
  * Which thread writes a shared page in a round is a hash of (round, page), so the first write to
  * a page after a re-arm comes from each node with a chance of at least 1/4, wherever the re-arm
  * lands: at worst one thread has written its pages of the round and the other has not, which then
- * writes its half at once and the other half is drawn again next round (measured in a TCG guest:
- * about 2/3 of the faults from node 0, every page seen from both). Two earlier schemes let the
- * re-arms' timing decide: with no turns, single-threaded TCG ran one vCPU for a whole slice and
- * the thread that ran right after a re-arm wrote every shared page first (CI: 20 of 64 pages seen
- * from both nodes); with whole-buffer turns by round parity, a CI host's re-arms kept landing in
- * thread 0's turns (CI: 47 of 64 pages seen from both, most others 16 times from node 0 only). */
+ * writes its half at once and the other half is drawn again next round. Schemes that let the
+ * re-arms' timing decide do not work: with no turns, single-threaded TCG runs one vCPU for a whole
+ * slice and the thread that runs right after a re-arm writes every shared page first; with
+ * whole-buffer turns by round parity, the re-arms can keep landing in one thread's turns. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>

@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use numaff_linux::mempolicy::{self, Mode};
 use numaff_linux::moves::{self, Budget, Dest, MoveCounts, Scope};
-use numaff_linux::policy::{self, Mode};
 use numaff_linux::{affinity, balancing, mpol, numa_maps, pages, tasks};
 use numaff_machine::CpuSet;
 
@@ -281,9 +281,9 @@ fn online_nodes() -> R<CpuSet> {
 fn alloc_on(node: u32, pages: usize, seed: u64) -> R<Buf> {
     let b = Buf::new(pages)?;
     let one: CpuSet = std::iter::once(node).collect();
-    policy::set_thread_policy(Mode::Bind, 0, &one).map_err(e2s)?;
+    mempolicy::set_thread_policy(Mode::Bind, 0, &one).map_err(e2s)?;
     fill(&b, seed);
-    policy::set_thread_policy(Mode::Default, 0, &CpuSet::new()).map_err(e2s)?;
+    mempolicy::set_thread_policy(Mode::Default, 0, &CpuSet::new()).map_err(e2s)?;
     Ok(b)
 }
 
@@ -509,7 +509,7 @@ fn cmd_policy(o: &Opts) -> R<()> {
     let all: Vec<u32> = online.iter().collect();
     let last = *all.last().ok_or("no nodes")?;
     out("policy.nodes", &online);
-    let modes = policy::supported_modes().map_err(e2s)?;
+    let modes = mempolicy::supported_modes().map_err(e2s)?;
     out(
         "policy.supported",
         modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(","),
@@ -521,7 +521,7 @@ fn cmd_policy(o: &Opts) -> R<()> {
         }
     };
     let mode_name = |addr: u64| -> String {
-        match policy::policy_at(addr) {
+        match mempolicy::policy_at(addr) {
             Ok(p) => format!("{}:{}", p.mode.map_or("unknown", |m| m.name()), p.nodes),
             Err(e) => format!("error {e}"),
         }
@@ -540,7 +540,7 @@ fn cmd_policy(o: &Opts) -> R<()> {
     ];
     for (name, mode, ns) in &cases {
         let b = Buf::new(n_per * all.len())?;
-        policy::mbind(b.addr(), b.len as u64, *mode, 0, &set(ns), 0).map_err(e2s)?;
+        mempolicy::mbind(b.addr(), b.len as u64, *mode, 0, &set(ns), 0).map_err(e2s)?;
         touch(&b);
         out(&format!("policy.{name}.nodes"), set(ns));
         out(&format!("policy.{name}.mode"), mode_name(b.addr()));
@@ -582,8 +582,8 @@ fn cmd_policy(o: &Opts) -> R<()> {
     for (name, mode, ns) in thread_cases {
         let nodes = set(&ns);
         let r = std::thread::spawn(move || -> R<(String, String)> {
-            policy::set_thread_policy(mode, 0, &nodes).map_err(e2s)?;
-            let tp = policy::thread_policy().map_err(e2s)?;
+            mempolicy::set_thread_policy(mode, 0, &nodes).map_err(e2s)?;
+            let tp = mempolicy::thread_policy().map_err(e2s)?;
             let b = Buf::new(n_per * 4)?;
             for p in 0..b.pages() {
                 b.page(p)[0] = 1;
@@ -602,7 +602,7 @@ fn cmd_policy(o: &Opts) -> R<()> {
     }
     out(
         "policy.main_thread_after",
-        policy::thread_policy()
+        mempolicy::thread_policy()
             .map_err(e2s)?
             .mode
             .map_or("unknown", |m| m.name()),

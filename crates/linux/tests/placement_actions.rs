@@ -1,13 +1,13 @@
-//! Issue 3: the acting half of numaff-linux on this (single-node) host: moving pages to node 0 counts
+//! The acting half of numaff-linux on this (single-node) host: moving pages to node 0 counts
 //! them as already there, node 1 is refused clearly, untouched pages are not present, mbind places
 //! pages, policy modes are detected, exited and foreign processes give the right messages.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
+use numaff_linux::mempolicy::{self, Mode};
 use numaff_linux::moves::{self, Budget, Dest, Scope};
 use numaff_linux::pages;
-use numaff_linux::policy::{self, Mode};
 use numaff_linux::{mpol, LinuxError};
 use numaff_machine::CpuSet;
 
@@ -62,7 +62,7 @@ fn only_node0() -> bool {
 }
 
 #[test]
-fn issue3_move_to_node0_counts_already_there_and_not_present() {
+fn move_to_node0_counts_already_there_and_not_present() {
     let n = 700; // three batches
     let b = Buf::new(n);
     for i in (0..n).filter(|i| i % 3 != 0) {
@@ -87,7 +87,7 @@ fn issue3_move_to_node0_counts_already_there_and_not_present() {
 }
 
 #[test]
-fn issue3_bounded_moves_resume_until_done() {
+fn bounded_moves_resume_until_done() {
     let n = 1000;
     let b = Buf::new(n);
     for i in 0..n {
@@ -141,7 +141,7 @@ fn issue3_bounded_moves_resume_until_done() {
 }
 
 #[test]
-fn issue3_move_to_absent_node_is_a_clear_error() {
+fn move_to_absent_node_is_a_clear_error() {
     if !only_node0() {
         eprintln!("skipped: this host has more than node 0");
         return;
@@ -167,7 +167,7 @@ fn issue3_move_to_absent_node_is_a_clear_error() {
 }
 
 #[test]
-fn issue3_exited_process() {
+fn moves_on_an_exited_process_say_it_has_exited() {
     let e = moves::move_to_node(i32::MAX, &[4096], 0, Scope::Private).unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -192,7 +192,7 @@ fn issue3_exited_process() {
 }
 
 #[test]
-fn issue3_migrate_pages_self_node0_and_absent_node() {
+fn migrate_pages_to_node0_works_and_to_an_absent_node_is_refused() {
     let b = Buf::new(8);
     for i in 0..8 {
         b.touch(i);
@@ -218,10 +218,10 @@ fn issue3_migrate_pages_self_node0_and_absent_node() {
 }
 
 #[test]
-fn issue3_mbind_places_pages_and_node_of_says_0() {
+fn mbind_places_pages_and_node_of_says_0() {
     let b = Buf::new(16);
     let zero = CpuSet::parse("0").unwrap();
-    policy::mbind(
+    mempolicy::mbind(
         b.addr(),
         b.len as u64,
         Mode::Bind,
@@ -230,7 +230,7 @@ fn issue3_mbind_places_pages_and_node_of_says_0() {
         mpol::MPOL_MF_MOVE | mpol::MPOL_MF_STRICT,
     )
     .unwrap();
-    let p = policy::policy_at(b.addr()).unwrap();
+    let p = mempolicy::policy_at(b.addr()).unwrap();
     assert_eq!(p.mode, Some(Mode::Bind));
     assert_eq!(p.nodes, zero);
     for i in 0..16 {
@@ -239,22 +239,22 @@ fn issue3_mbind_places_pages_and_node_of_says_0() {
     let q = pages::query_range(0, b.addr(), b.len as u64).unwrap();
     assert_eq!(q.per_node()[&0], 16);
     for a in b.addrs() {
-        assert_eq!(policy::node_of(a).unwrap(), 0);
+        assert_eq!(mempolicy::node_of(a).unwrap(), 0);
     }
     // Interleave over node 0 only, then back to default.
-    policy::mbind(b.addr(), b.len as u64, Mode::Interleave, 0, &zero, 0).unwrap();
+    mempolicy::mbind(b.addr(), b.len as u64, Mode::Interleave, 0, &zero, 0).unwrap();
     assert_eq!(
-        policy::policy_at(b.addr()).unwrap().mode,
+        mempolicy::policy_at(b.addr()).unwrap().mode,
         Some(Mode::Interleave)
     );
-    policy::mbind(b.addr(), b.len as u64, Mode::Default, 0, &CpuSet::new(), 0).unwrap();
+    mempolicy::mbind(b.addr(), b.len as u64, Mode::Default, 0, &CpuSet::new(), 0).unwrap();
     assert_eq!(
-        policy::policy_at(b.addr()).unwrap().mode,
+        mempolicy::policy_at(b.addr()).unwrap().mode,
         Some(Mode::Default)
     );
     // An absent node is named.
     if only_node0() {
-        let e = policy::mbind(
+        let e = mempolicy::mbind(
             b.addr(),
             b.len as u64,
             Mode::Bind,
@@ -268,55 +268,61 @@ fn issue3_mbind_places_pages_and_node_of_says_0() {
     // An address in no mapping.
     let gone = b.addr();
     drop(b);
-    let e = policy::node_of(gone).unwrap_err();
+    let e = mempolicy::node_of(gone).unwrap_err();
     assert_eq!(e.errno(), Some(libc::EFAULT));
     assert!(e.to_string().contains("not in any mapping"), "{e}");
 }
 
 #[test]
-fn issue3_thread_policy_set_get_restore() {
+fn thread_policy_is_set_read_back_and_restored() {
     std::thread::spawn(|| {
         let zero = CpuSet::parse("0").unwrap();
-        assert!(policy::allowed_nodes().unwrap().contains(0));
-        let before = policy::thread_policy().unwrap();
+        assert!(mempolicy::allowed_nodes().unwrap().contains(0));
+        let before = mempolicy::thread_policy().unwrap();
         assert_eq!(before.mode, Some(Mode::Default));
-        policy::set_thread_policy(Mode::Preferred, mpol::MPOL_F_STATIC_NODES, &zero).unwrap();
-        let p = policy::thread_policy().unwrap();
+        mempolicy::set_thread_policy(Mode::Preferred, mpol::MPOL_F_STATIC_NODES, &zero).unwrap();
+        let p = mempolicy::thread_policy().unwrap();
         assert_eq!(p.mode, Some(Mode::Preferred));
         assert_eq!(p.flags, mpol::MPOL_F_STATIC_NODES);
         assert_eq!(p.nodes, zero);
         // DEFAULT with nodes is refused with advice.
-        let e = policy::set_thread_policy(Mode::Default, 0, &zero).unwrap_err();
+        let e = mempolicy::set_thread_policy(Mode::Default, 0, &zero).unwrap_err();
         assert!(
             e.to_string().contains("DEFAULT and LOCAL take no nodes"),
             "{e}"
         );
-        policy::set_thread_policy(Mode::Default, 0, &CpuSet::new()).unwrap();
-        assert_eq!(policy::thread_policy().unwrap().mode, Some(Mode::Default));
+        mempolicy::set_thread_policy(Mode::Default, 0, &CpuSet::new()).unwrap();
+        assert_eq!(
+            mempolicy::thread_policy().unwrap().mode,
+            Some(Mode::Default)
+        );
     })
     .join()
     .unwrap();
 }
 
 #[test]
-fn issue3_supported_modes_detected() {
-    let modes = policy::supported_modes().unwrap();
+fn supported_modes_include_default_bind_interleave_preferred() {
+    let modes = mempolicy::supported_modes().unwrap();
     for m in [Mode::Default, Mode::Bind, Mode::Interleave, Mode::Preferred] {
         assert!(modes.contains(&m), "{modes:?}");
     }
     eprintln!("modes this kernel knows: {modes:?}");
     // The probing thread's policy did not leak into this one.
-    assert_eq!(policy::thread_policy().unwrap().mode, Some(Mode::Default));
+    assert_eq!(
+        mempolicy::thread_policy().unwrap().mode,
+        Some(Mode::Default)
+    );
 }
 
-const EPERM_TARGET: &str = "NUMAFF_ISSUE3_EPERM_TARGET";
-const EPERM_ADDR: &str = "NUMAFF_ISSUE3_EPERM_ADDR";
+const EPERM_TARGET: &str = "NUMAFF_EPERM_TARGET";
+const EPERM_ADDR: &str = "NUMAFF_EPERM_ADDR";
 
-/// Runs in a copy of this test binary started as uid 65534 by `issue3_other_users_process_is_refused`
+/// Runs in a copy of this test binary started as uid 65534 by `other_users_process_is_refused`
 /// (a no-op otherwise): the kernel itself refuses it the pages of a root-owned process, and refuses
 /// it MPOL_MF_MOVE_ALL (no CAP_SYS_NICE) even on its own pages.
 #[test]
-fn issue3_eperm_child() {
+fn as_nobody_root_pages_and_move_all_are_refused() {
     let (Ok(pid), Ok(addr)) = (std::env::var(EPERM_TARGET), std::env::var(EPERM_ADDR)) else {
         return;
     };
@@ -330,7 +336,7 @@ fn issue3_eperm_child() {
     let b = Buf::new(1);
     b.touch(0);
     let zero = CpuSet::parse("0").unwrap();
-    let e = policy::mbind(
+    let e = mempolicy::mbind(
         b.addr(),
         b.len as u64,
         Mode::Bind,
@@ -375,7 +381,7 @@ fn check_refused(pid: i32, addr: u64, owner: u32) {
 }
 
 #[test]
-fn issue3_other_users_process_is_refused() {
+fn other_users_process_is_refused() {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid != 0 {
@@ -392,7 +398,7 @@ fn issue3_other_users_process_is_refused() {
     // Root: a copy of this binary, run as nobody, tries to move the pages of this (root) process.
     let b = Buf::new(1);
     b.touch(0);
-    let dir = std::env::temp_dir().join(format!("numaff-issue3-eperm-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("numaff-eperm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("child");
     std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
@@ -403,7 +409,7 @@ fn issue3_other_users_process_is_refused() {
     let out = std::process::Command::new(&exe)
         .args([
             "--exact",
-            "issue3_eperm_child",
+            "as_nobody_root_pages_and_move_all_are_refused",
             "--nocapture",
             "--test-threads=1",
         ])
