@@ -26,6 +26,8 @@
 //! The loop is compiled twice: for the target's base instruction set and, on x86_64, with AVX2
 //! and BMI2, which it runs where the host has them (checked once per simulator).
 
+use numaff_engine::AccessKind;
+
 use super::*;
 
 /// An access the loop hands back: issued at `t`, its line `key`, its third-level set and page
