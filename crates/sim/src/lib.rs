@@ -9,6 +9,7 @@
 pub mod cache;
 pub mod config;
 mod dir;
+mod error;
 pub mod fabric;
 mod hostmem;
 mod linemap;
@@ -21,6 +22,7 @@ pub mod stream;
 mod window;
 
 pub use config::{EnergyModel, HwSampling, InducedFaults, OsScheduler, SimConfig};
+pub use error::SimError;
 pub use measure::{measure, Measurement};
 pub use report::{Report, ThreadReport};
 pub use sim::{os_placement, simulated_coherence, Simulator, MAX_PROCESSES};

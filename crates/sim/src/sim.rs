@@ -19,6 +19,7 @@ use numaff_machine::{CacheKind, Coherence, CpuSet, Machine};
 use crate::cache::{Avx2, Base, Lanes, SetAssoc, EXCLUSIVE, MODIFIED, SHARED};
 use crate::config::{defaults, SimConfig};
 use crate::dir::{Directory, Form};
+use crate::error::SimError;
 use crate::fabric::{later, Fabric};
 use crate::pages::{Page, PageTable, SOLE_SHARED};
 use crate::report::Report;
@@ -806,20 +807,18 @@ impl Simulator {
 
     /// Adds a program; its threads start on the PUs their specs name. Returns its pid. Fails when
     /// a thread names a cpu the machine does not have, or a policy names a node it does not have.
-    pub fn spawn(&mut self, spec: ProcessSpec) -> Result<u32, String> {
+    pub fn spawn(&mut self, spec: ProcessSpec) -> Result<u32, SimError> {
         let pid = 1000 + 100 * self.procs.len() as u32;
         let pi = self.procs.len();
         if pi >= MAX_PROCESSES {
-            return Err(format!(
-                "too many processes for the simulator ({MAX_PROCESSES} at most)"
-            ));
+            return Err(SimError::TooManyProcesses { max: MAX_PROCESSES });
         }
         let node_ok = |id: u32| self.machine.node_index(id).is_some();
         match &spec.data_policy {
-            DataPolicy::Bind(n) if !node_ok(*n) => return Err(format!("no node {n}")),
+            DataPolicy::Bind(n) if !node_ok(*n) => return Err(SimError::NoNode(*n)),
             DataPolicy::Explicit(m) => {
                 if let Some((_, n)) = m.iter().find(|(_, n)| !node_ok(**n)) {
-                    return Err(format!("no node {n}"));
+                    return Err(SimError::NoNode(*n));
                 }
             }
             _ => {}
@@ -836,7 +835,10 @@ impl Simulator {
                 .pus
                 .iter()
                 .position(|pu| pu.cpu == t.cpu)
-                .ok_or_else(|| format!("thread {}: no cpu {} on this machine", t.name, t.cpu))?;
+                .ok_or_else(|| SimError::NoCpu {
+                    thread: t.name.clone(),
+                    cpu: t.cpu,
+                })?;
             let ti = self.threads.len();
             let mut allowed = CpuSet::new();
             allowed.insert(t.cpu);
@@ -879,14 +881,12 @@ impl Simulator {
     /// Places the pages covering `[vaddr, vaddr + len)` of process `pid` on node `node` without
     /// simulating their first touch (data initialised before the region of interest, as a
     /// benchmark's setup phase). Pages already present move there at no cost.
-    pub fn place(&mut self, pid: u32, vaddr: u64, len: u64, node: u32) -> Result<(), String> {
-        let pi = self
-            .proc_index(pid)
-            .ok_or_else(|| format!("no process {pid}"))?;
+    pub fn place(&mut self, pid: u32, vaddr: u64, len: u64, node: u32) -> Result<(), SimError> {
+        let pi = self.proc_index(pid).ok_or(SimError::NoProcess(pid))?;
         let ni = self
             .machine
             .node_index(node)
-            .ok_or_else(|| format!("no node {node}"))?;
+            .ok_or(SimError::NoNode(node))?;
         let proc = &mut self.procs[pi];
         let first = vaddr >> proc.page_shift;
         let last = (vaddr + len.max(1) - 1) >> proc.page_shift;

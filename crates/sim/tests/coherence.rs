@@ -106,7 +106,7 @@ fn issue4_sixteen_processes_hit_their_caches_and_a_seventeenth_is_refused() {
         vec![Op::Access(Access::read(X))].into_iter(),
     ));
     let e = sim.spawn(extra).unwrap_err();
-    assert!(e.contains("16 at most"), "{e}");
+    assert!(e.to_string().contains("16 at most"), "{e}");
     let r = sim.run();
     // Each process's second read hits its L1.
     assert_eq!(r.cache_hits[0], 16, "L1 hits: {:?}", r.cache_hits);
