@@ -8,6 +8,11 @@
 //! dependent ones wait for the previous access. An access costs the hit latency of the first cache
 //! level holding the line; a miss of every level costs a cache-to-cache transfer when another core
 //! holds the line modified, else the memory latency from the fabric (with queue waits).
+//!
+//! This module holds the simulator's state and its construction; its child modules hold the
+//! `impl Simulator` blocks by topic: `sched` (the run loop, the os balancer), `sync` (barriers,
+//! flags), `sampling`, `access` (the lookahead and the cache levels), `coherence`,
+//! `private_lines`, `fast` (the private-line fast path), `report` and `env`.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -68,7 +73,7 @@ const ASID_SHIFT: u32 = 58;
 const LINE_MASK: u64 = (1 << ASID_SHIFT) - 1;
 /// Most processes a simulation holds: a cache entry keeps 62 bits of `key + 1` (its two low bits
 /// are the line state), so the address space above bit 58 (`ASID_SHIFT`) has 4 bits. A 17th process's
-/// lines would be stored truncated and never hit (found in issue 4's speed round).
+/// lines would be stored truncated and never hit.
 pub const MAX_PROCESSES: usize = 1 << (62 - ASID_SHIFT);
 /// Whether the host has the instructions of `fast_accesses_avx2` (AVX2, BMI1, BMI2, POPCNT).
 fn host_has_avx2() -> bool {
@@ -155,14 +160,14 @@ struct CacheInst {
     inner: Vec<usize>,
 }
 
-/// A PU's path in the common shape (issue 4's "path specialised for the common shape"): a first
-/// level with no directory bit and nothing inside it, a second private level with its directory
-/// bit that keeps exactly the first inclusive, and one shared level with its directory bit and
-/// nothing inclusive in it (6 of the 12 catalog machines, laso-hpl among them). Resolved once per
-/// PU in `new`, so that an L1 miss runs straight-line code (`access_beyond_l1_3`, `fill3`) instead
-/// of the loops over `path`, the per-level `bit` and `inner` tests and the `set_in` compare of the
-/// general path; the steps and their order are the general path's, so the model is the same bit
-/// for bit (`issue4_common_shape_path_gives_the_general_paths_figures`).
+/// A PU's path in the common shape: a first level with no directory bit and nothing inside it, a
+/// second private level with its directory bit that keeps exactly the first inclusive, and one
+/// shared level with its directory bit and nothing inclusive in it (6 of the 12 catalog machines,
+/// laso-hpl among them). Resolved once per PU in `new`, so that an L1 miss runs straight-line code
+/// (`access_beyond_l1_3`, `fill3`) instead of the loops over `path`, the per-level `bit` and
+/// `inner` tests and the `set_in` compare of the general path; the steps and their order are the
+/// general path's, so the model is the same bit for bit
+/// (`common_shape_path_gives_the_general_paths_figures`).
 #[derive(Debug, Clone, Copy)]
 struct Path3 {
     /// Cache indices of the three levels (`path[0..3]`).
@@ -191,15 +196,15 @@ impl Path3 {
     }
 }
 
-/// The first two levels' geometry on a common-shape path as a type, resolved once per `run_pu`
-/// (issue 4, change 22): with `P8` both are 8-way with a power-of-two set count, and
-/// `access_beyond_l1_3` / `fill3` / `access` use `SetAssoc`'s `*_p8` lookups, which take their set
-/// as a mask and a shift and skip `set_of`'s match and `set8`'s way-count test; else the general
-/// lookups. Either gives the same answers; only the host instructions differ.
+/// The first two levels' geometry on a common-shape path as a type, resolved once per `run_pu`:
+/// with `P8` both are 8-way with a power-of-two set count, and `access_beyond_l1_3` / `fill3` /
+/// `access` use `SetAssoc`'s `*_p8` lookups, which take their set as a mask and a shift and skip
+/// `set_of`'s match and `set8`'s way-count test; else the general lookups. Either gives the same
+/// answers; only the host instructions differ.
 ///
-/// With `W20` (issue 4, change 23; only with `P8`) the last level is 20-way as well (laso-hpl's,
-/// agung-xeon2's and agung-xeon56's L3; `SetAssoc::is_w20`), and its lookups, the victim's `lru`,
-/// the fill of an absent line and the set's prefetch work on a set of fixed length (`*_w20`).
+/// With `W20` (only with `P8`) the last level is 20-way as well (laso-hpl's, agung-xeon2's and
+/// agung-xeon56's L3; `SetAssoc::is_w20`), and its lookups, the victim's `lru`, the fill of an
+/// absent line and the set's prefetch work on a set of fixed length (`*_w20`).
 trait Geom {
     /// Whether the first two levels of the PU's `Path3` are 8-way with power-of-two set counts.
     const P8: bool;
@@ -238,8 +243,8 @@ struct Pu {
     /// `path` in the common shape, if it is (`Path3::of`).
     p3: Option<Path3>,
     /// The first two levels' geometry on `p3`'s path, as `run_pu` dispatches on it (`Geom`): 0
-    /// any, 1 `P8`, 2 `P8` and `W20`. Set once in `new` (issue 4: `run_pu` runs every ~4
-    /// accesses of a suite workload, and looked it up every time).
+    /// any, 1 `P8`, 2 `P8` and `W20`. Set once in `new`: `run_pu` runs every ~4
+    /// accesses of a suite workload.
     geom: u8,
     path_bits: [u64; 2],
     /// `fill_bits[n]`: the directory bits of `path[..n]`, for `n` in `0..=path.len()`.
@@ -252,8 +257,8 @@ struct Pu {
     slice_end: f64,
 }
 
-/// The fixed fields of a PU and of the thread it runs, copied once per thread picked in `run_pu`
-/// (issue 4): the access path reads them from this copy instead of through `self.pus[p]` and
+/// The fixed fields of a PU and of the thread it runs, copied once per thread picked in `run_pu`:
+/// the access path reads them from this copy instead of through `self.pus[p]` and
 /// `self.threads[ti]`, whose bounds checks and pointer loads are repeated after every call that
 /// takes `&mut self` (the compiler cannot keep them across it). Nothing here changes while the
 /// thread runs on the PU: `path`, `lat`, `node`, `path_bits`, `n_private` and `p3` are set in `new`,
@@ -352,7 +357,7 @@ struct Thread {
     hot: Box<Hot>,
 }
 
-/// The part of a thread's state that every access reads or writes (issue 4, change 30). While
+/// The part of a thread's state that every access reads or writes. While
 /// `run_pu_in` runs the thread, its `Hot` is `Simulator::run` (swapped with the thread's, one
 /// pointer each way), so that the access path reaches it through one load instead of indexing
 /// `threads` (a bounds check and a multiplication) after every call that takes `&mut self`.
@@ -464,8 +469,8 @@ pub struct Simulator {
     pus: Vec<Pu>,
     /// Each PU's `Cx` but for its thread's fields (`pi`, `armed`, `private`), built once in
     /// `new`: `run_pu_in` copies it and sets those three rather than building it again from the
-    /// PU's vectors (issue 4: `run_pu_in` starts about every other access of a workload of
-    /// dependent loads, parsec-canneal, and `Cx::of` was 3 % of its host instructions).
+    /// PU's vectors: `run_pu_in` starts about every other access of a workload of dependent
+    /// loads (parsec-canneal).
     pu_cx: Vec<Cx>,
     threads: Vec<Thread>,
     procs: Vec<Process>,
@@ -487,23 +492,22 @@ pub struct Simulator {
     cur_page: usize,
     /// The `Hot` of the thread `run_pu_in` is running; an idle one (no ops) between its runs.
     run: Box<Hot>,
-    /// Private lines (issue 4, 2026-11-27): a line of a page whose lines only one private
-    /// domain (`Pu::domain`: the PUs sharing a second level) has touched (`Page::sole`) has no
-    /// directory entry. Its holders are that domain's second and third levels that hold it, and
-    /// its dirty bit is in their states: `EXCLUSIVE` clean; in the second level `MODIFIED` dirty
-    /// with the third's copy (if any) clean, `MODIFIED_OUTER` dirty with the third holding it
-    /// `MODIFIED` too; in the third `MODIFIED` dirty. So a level dropping the line needs to look
-    /// at the other only when its copy is `MODIFIED` (to write back the line's last copy, or
-    /// hand the dirty bit over), and a clean or `MODIFIED_OUTER` second-level victim costs
-    /// nothing. When a second domain touches the page, its lines enter the directory with the
-    /// entries the directory would have given them (`share_page`, `private_entry`), and their
-    /// states become `SHARED`, as every directory line's in those levels. So the figures are
-    /// the directory's, bit for bit (`issue4_private_lines_give_the_directorys_figures`), and a
-    /// thread's private data costs no directory probe. On when every PU's path has the common
-    /// shape (`Path3`), every tracked cache has its own directory bit (no aliasing, whose
-    /// imprecision the states would not repeat), and every PU is on its second and third
-    /// levels' node; and only for processes with 4 KiB pages (a page turning shared looks up
-    /// each of its lines).
+    /// Private lines: a line of a page whose lines only one private domain (`Pu::domain`: the PUs
+    /// sharing a second level) has touched (`Page::sole`) has no directory entry. Its holders are
+    /// that domain's second and third levels that hold it, and its dirty bit is in their states:
+    /// `EXCLUSIVE` clean; in the second level `MODIFIED` dirty with the third's copy (if any)
+    /// clean, `MODIFIED_OUTER` dirty with the third holding it `MODIFIED` too; in the third
+    /// `MODIFIED` dirty. So a level dropping the line needs to look at the other only when its copy
+    /// is `MODIFIED` (to write back the line's last copy, or hand the dirty bit over), and a clean
+    /// or `MODIFIED_OUTER` second-level victim costs nothing. When a second domain touches the
+    /// page, its lines enter the directory with the entries the directory would have given them
+    /// (`share_page`, `private_entry`), and their states become `SHARED`, as every directory line's
+    /// in those levels. So the figures are the directory's, bit for bit
+    /// (`private_lines_give_the_directorys_figures`), and a thread's private data costs no
+    /// directory probe. On when every PU's path has the common shape (`Path3`), every tracked cache
+    /// has its own directory bit (no aliasing, whose imprecision the states would not repeat), and
+    /// every PU is on its second and third levels' node; and only for processes with 4 KiB pages (a
+    /// page turning shared looks up each of its lines).
     private_lines: bool,
     /// A PU of each private domain (`Pu::domain`).
     domain_pu: Vec<usize>,
@@ -519,7 +523,7 @@ pub struct Simulator {
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fast_avx2: Option<Avx2>,
     /// A PU joined the runnable ones (`enqueue`) since `run_until` last computed a horizon: the
-    /// PU running must stop, so that the next horizon counts the PUs woken (issue 4).
+    /// PU running must stop, so that the next horizon counts the PUs woken.
     woke: bool,
     /// The machine's protocol (`Machine::coherence`; MESIF where it says none): what a read of
     /// a line dirty in another cache does to memory and to the owner (`coherent`).
@@ -954,7 +958,7 @@ impl Simulator {
     }
 
     /// Whether lines of pages only one private domain has touched stay out of the directory,
-    /// their coherence state in the cache tags (issue 4; the same figures either way).
+    /// their coherence state in the cache tags (the same figures either way).
     pub fn private_lines(&self) -> bool {
         self.private_lines
     }

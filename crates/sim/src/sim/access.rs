@@ -17,8 +17,7 @@ impl Simulator {
     /// gets the directory slots of its sets' least recently used lines started. Hints only: what
     /// is simulated does not depend on them. While the directory is empty (`Cx::dir_used`: a run
     /// of private pages, such as one thread's) neither directory slots nor victims are fetched:
-    /// at 1 GiB they cost 6 % of the instructions and 5 % of the time and saved nothing (issue 4,
-    /// 2026-12-05).
+    /// no access needs them then, and fetching them costs host time.
     #[inline]
     pub(super) fn next_op<D: Form, G: Geom>(&mut self, cx: &Cx) -> Option<Op> {
         let th = &mut *self.run;
@@ -212,8 +211,8 @@ impl Simulator {
         let lat = cx.lat3[0];
         // A read of a private level's line, or a write of a line written already, ends here. One
         // branch on both, without `&&`'s on `a.write` alone: whether an access writes is as random
-        // as the workload's mix, whether the line ends here much less (issue 4: 0.38 mispredictions
-        // an access at 16 KiB before, 0.08 after, callgrind's branch simulation).
+        // as the workload's mix, whether the line ends here much less, so the combined branch is
+        // predicted far better.
         let read_private = !a.write & (0 < cx.n_private);
         if read_private | (a.write & (st == MODIFIED)) {
             return (lat, 0.0);

@@ -85,10 +85,7 @@ impl Simulator {
                 if hit.is_none() {
                     self.stats.llc_misses += 1;
                 }
-                // The protocol decides (`writes_back`). Until 2026-11-27 every such read was
-                // written back (threads sharing written data on one node sent their memory
-                // controller a write per transfer); until 2026-11-28 every machine had MESIF's
-                // rule.
+                // The protocol decides (`writes_back`).
                 if cleaned {
                     self.writeback(key, on, t);
                 }
@@ -233,9 +230,9 @@ impl Simulator {
     /// The directory bits of the levels `0..upto` of `cx`'s path: the caches `coherent` fills.
     /// Only those and the path's caches that already held the line hold it afterwards: the
     /// directory's holders are exactly the caches that hold the line (bits aliasing aside), so a
-    /// dirty line is written back when it leaves its owner's last cache (issue 4, 2026-11-27:
-    /// the whole path's bits were set, a non-inclusive level's too, whether it held the line
-    /// or not).
+    /// dirty line is written back when it leaves its owner's last cache. Setting the whole path's
+    /// bits, a non-inclusive level's too, would keep stale holders
+    /// (`directory_holders_are_the_caches_that_hold_the_line`).
     #[inline(always)]
     fn filled_bits(&self, cx: &Cx, upto: usize) -> [u64; 2] {
         match cx.fill_bits.get(upto) {

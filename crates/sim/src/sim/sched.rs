@@ -29,14 +29,14 @@ impl Simulator {
     /// Simulates until every PU's clock has reached `limit` ns (or nothing is left to run).
     ///
     /// The heap orders the runnable PUs by clock (ties by index; clocks are `>= 0`, so their bits
-    /// order as the values do): the PU furthest behind runs next, up to `quantum_ns` past the
-    /// next one's clock, so that PUs interleave in simulated time. Each PU is in the heap at most
-    /// once (`in_heap`), so the keys are distinct and any correct heap pops them in the same
-    /// order. The PU that runs stays at the top while it runs instead of a pop and a push (issue
-    /// 4): the next clock is the smaller of the top's children (what `peek` would give after a
-    /// `pop`), and its new key is written in place (`PeekMut`, one sift down). A PU that
-    /// `run_pu` enqueues (a thread woken by a barrier or a post) may get above it meanwhile: then
-    /// it is found and taken out (`retain`), as rarely as wake-ups happen.
+    /// order as the values do): the PU furthest behind runs next, up to `quantum_ns` past the next
+    /// one's clock, so that PUs interleave in simulated time. Each PU is in the heap at most once
+    /// (`in_heap`), so the keys are distinct and any correct heap pops them in the same order. The
+    /// PU that runs stays at the top while it runs instead of a pop and a push: the next clock is
+    /// the smaller of the top's children (what `peek` would give after a `pop`), and its new key is
+    /// written in place (`PeekMut`, one sift down). A PU that `run_pu` enqueues (a thread woken by
+    /// a barrier or a post) may get above it meanwhile: then it is found and taken out (`retain`),
+    /// as rarely as wake-ups happen.
     pub(crate) fn run_until(&mut self, limit: f64) {
         while let Some(&Reverse((bits, p))) = self.heap.peek() {
             let clock = f64::from_bits(bits);
@@ -191,7 +191,7 @@ impl Simulator {
         let pu = &mut self.pus[p];
         let front = *pu.runq.front()?;
         if pu.runq.len() == 1 {
-            // One thread (issue 4: the common case, every ~4 accesses of a suite workload): what
+            // One thread (the common case, every ~4 accesses of a suite workload): what
             // the general steps below do for it, without the scans and the rotation by 0. Not
             // ready yet: the clock jumps to its `ready_at` (the fold's minimum, infinite for an
             // infinite or NaN `ready_at`, which no `<` picks).
@@ -258,9 +258,9 @@ impl Simulator {
     fn run_pu_in<D: Form, G: Geom>(&mut self, p: usize, horizon: f64) {
         // The horizon counts the PUs runnable now: when an op of this PU wakes others (a barrier
         // that completes, a post, a thread that ends), it stops after that op, and `run_until`
-        // lets them catch up. Before issue 4's fix it ran on to the old horizon, infinite when it
-        // had been the only PU left running: the last thread to reach a barrier then ran its
-        // whole next phase (100 µs in nas-bt) ahead of the threads it had just released.
+        // lets them catch up. Running on to the old horizon (infinite when it was the only PU left
+        // running) would let the last thread to reach a barrier run its whole next phase ahead of
+        // the threads it has just released (`a_barrier_releases_its_threads_in_time_order`).
         self.woke = false;
         loop {
             let Some(ti) = self.pick(p) else { return };

@@ -105,16 +105,16 @@ fn mixed(
     Some((sim, r, shaped))
 }
 
-/// Regression (issue 4, 2026-11-27): the directory's holders are exactly the tracked caches
-/// that hold each line, and no entry outlives the line's last cached copy. A write that hit in
-/// the first or second level set the non-inclusive last level's bit whether it held the line
-/// or not; the stale bit kept the entry (and a dirty owner) after the line left every cache.
+/// Regression: the directory's holders are exactly the tracked caches that hold each line, and
+/// no entry outlives the line's last cached copy. The bug: a write that hit in the first or
+/// second level set the non-inclusive last level's bit whether it held the line or not; the
+/// stale bit kept the entry (and a dirty owner) after the line left every cache.
 /// On every catalog machine whose tracked caches have a bit each (no aliasing), on the common
 /// shape's path and the general one, after `run`'s mix (its conflict lines leave lines in the
 /// second level that the last level dropped, and its writes then hit them), and with an os
 /// scheduler that moves threads every 20 µs or so (lines left in the caches a thread moved from).
 #[test]
-fn issue4_directory_holders_are_the_caches_that_hold_the_line() {
+fn directory_holders_are_the_caches_that_hold_the_line() {
     let mut checked = 0;
     // Every 20 µs (a move costs 5 µs: moving every 2 µs at this rate starves the threads).
     let moving = OsScheduler {
@@ -224,13 +224,13 @@ fn issue4_directory_holders_are_the_caches_that_hold_the_line() {
     assert!(checked >= 4, "{checked} runs checked");
 }
 
-/// Private lines (issue 4, 2026-11-27: `Simulator::private_lines`) keep the coherence state
-/// of lines only one domain has touched in the cache tags instead of the directory; the
-/// figures must be the directory's, bit for bit: on every catalog machine, with threads
-/// that stay (each keeps its region private) and with threads the os scheduler moves (their
-/// regions turn shared while their lines are in the caches they left, dirty ones among them).
+/// Private lines (`Simulator::private_lines`) keep the coherence state of lines only one domain has
+/// touched in the cache tags instead of the directory; the figures must be the directory's, bit for
+/// bit: on every catalog machine, with threads that stay (each keeps its region private) and with
+/// threads the os scheduler moves (their regions turn shared while their lines are in the caches
+/// they left, dirty ones among them).
 #[test]
-fn issue4_private_lines_give_the_directorys_figures() {
+fn private_lines_give_the_directorys_figures() {
     let moving = OsScheduler {
         interval_ns: 20_000,
         move_probability: 0.5,
@@ -279,7 +279,7 @@ fn issue4_private_lines_give_the_directorys_figures() {
 }
 
 #[test]
-fn issue4_common_shape_path_gives_the_general_paths_figures() {
+fn common_shape_path_gives_the_general_paths_figures() {
     let mut shaped_machines = 0;
     for name in numaff_machine::catalog::names() {
         let m = numaff_machine::catalog::load(name).unwrap();
@@ -292,7 +292,7 @@ fn issue4_common_shape_path_gives_the_general_paths_figures() {
         }
         if name == "laso-hpl" {
             assert_eq!(shaped, m.pus().iter().count(), "laso-hpl: every PU shaped");
-            // ... and on the geometry of `P8W20Geom` (change 23), so that its lookups ran.
+            // ... and on the geometry of `P8W20Geom`, so that its lookups ran.
             let sim = Simulator::new(&m, SimConfig::default());
             let f = sim.pus[0].p3.unwrap();
             let c = |k: usize| &sim.caches[k].cache;
@@ -329,18 +329,13 @@ fn one_line(n: usize, tail: &[Op], cfg: SimConfig) -> (f64, u64, f64, f64) {
     (sim.threads[0].end, hw, sim.pus[p].lat[0], sim.cycle_ns)
 }
 
-/// `run_pu_in` keeps the PU's clock in a local while a thread's accesses run and `step` hands
-/// it back (issue 4): an op after the accesses must start from the clock they left, and a
-/// hardware sample's cost must still move it. With the clock written back too late, the
-/// `Compute` below would start from the time the thread was picked (0), and with a sample's
-/// cost dropped, sampling would cost nothing.
 #[test]
-fn issue4_hot_state_follows_its_thread() {
+fn hot_state_follows_its_thread() {
     // Two threads time-sliced on one PU every 300 ns and a third on another PU, each with its
     // own number of accesses over a private 8 MiB region (memory reads, local and remote
     // under interleaving), with a compute op every 50th: each thread's hot state (its ops,
     // window, access and memory counts) must come back to it at every slice's end, horizon
-    // and finish (`Simulator::run` holds it only while the thread runs, change 30).
+    // and finish (`Simulator::run` holds it only while the thread runs).
     let m = numaff_machine::catalog::load("laso-hpl").unwrap();
     let cfg = SimConfig {
         slice_ns: 300.0,
@@ -385,8 +380,13 @@ fn issue4_hot_state_follows_its_thread() {
     assert!(a.end_ns > b.start_ns && b.end_ns > a.start_ns);
 }
 
+/// `run_pu_in` keeps the PU's clock in a local while a thread's accesses run and `step` hands
+/// it back: an op after the accesses must start from the clock they left, and a
+/// hardware sample's cost must still move it. With the clock written back too late, the
+/// `Compute` below would start from the time the thread was picked (0), and with a sample's
+/// cost dropped, sampling would cost nothing.
 #[test]
-fn issue4_ops_and_samples_see_the_clock_the_accesses_left() {
+fn ops_and_samples_see_the_clock_the_accesses_left() {
     let n = 2_000;
     let c = 1_000_000;
     let (plain, _, lat1, cycle) = one_line(n, &[], SimConfig::default());
@@ -424,7 +424,7 @@ fn issue4_ops_and_samples_see_the_clock_the_accesses_left() {
 /// `run_pu`): every form that can hold a machine's directory gives the figures of the form
 /// `new` picks, on every catalog machine, on the common-shape and the general paths.
 #[test]
-fn issue4_every_directory_form_gives_the_same_figures() {
+fn every_directory_form_gives_the_same_figures() {
     let mut runs = [0; 3];
     for name in numaff_machine::catalog::names() {
         let m = numaff_machine::catalog::load(name).unwrap();
