@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The simulator's figures as one checksum per run, for checking that a speed change to crates/sim
-# left them bit for bit as they were (issue 4): every shipped workload (`--list-workloads`) x 8
+# left them bit for bit as they were: every shipped workload (`--list-workloads`) x 8
 # machine / placement / protocol configurations. Run it with the numaff binary of each build and
 # compare the two outputs:
 #   scripts/sim-figures.sh target/release/numaff > after.txt; diff before.txt after.txt

@@ -1,5 +1,5 @@
-//! Simulated accesses per second on one core, for the cache + memory model (issue 4: goal 20 M/s).
-//! One thread on laso-hpl; three streams: cache-friendly, mixed, and memory-bound (all LLC misses).
+//! Simulated accesses per second on one core, for the cache + memory model. One thread on laso-hpl;
+//! three streams: cache-friendly, mixed, and memory-bound (all LLC misses).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use numaff_sim::{DataPolicy, ProcessSpec, SimConfig, Simulator, ThreadSpec};

@@ -1,9 +1,9 @@
-//! Scratch measurement for issue 4's speed goal: the stream of benches/accesses.rs run through the
+//! A bound on the access path's speed: the stream of benches/accesses.rs run through the
 //! simulator's own caches (`SetAssoc`) and fabric (`Fabric`) by a minimal loop for one thread of
 //! private pages on laso-hpl, without the rest of `Simulator` (scheduling, directory, samplers,
-//! statistics; a flat page table for the stream's span). Its time, against `simspeed`'s, bounds what a leaner access path built
-//! from the same parts could reach; it is not a simulator (crates/sim/README.md, "Performance";
-//! crates/sim/PERFORMANCE.md).
+//! statistics; a flat page table for the stream's span). Its time, against `simspeed`'s, bounds
+//! what a leaner access path built from the same parts could reach; it is not a simulator
+//! (crates/sim/README.md, "Measuring speed").
 //!
 //! `leanpath SPAN REPS` runs REPS x 1 M accesses over SPAN bytes, as `simspeed SPAN REPS` does.
 

@@ -1,7 +1,7 @@
-//! Scratch driver for CPU-time A/B runs of the simulator's speed (issue 4): the stream of
-//! benches/accesses.rs, `reps` x 1 M accesses on a fresh `Simulator` each, under `perf stat`.
-//! `simspeed SPAN REPS N` runs N accesses per simulator instead (the same stream, longer): the
-//! difference between two lengths is the steady rate, without the cold start.
+//! A driver for CPU-time A/B runs of the simulator's speed: the stream of benches/accesses.rs,
+//! `reps` x 1 M accesses on a fresh `Simulator` each, under `perf stat`. `simspeed SPAN REPS N`
+//! runs N accesses per simulator instead (the same stream, longer): the difference between two
+//! lengths is the steady rate, without the cold start.
 
 use numaff_sim::{DataPolicy, ProcessSpec, SimConfig, Simulator, ThreadSpec};
 

@@ -88,7 +88,7 @@ fn match8(set: &[u64; 8], tag: u64) -> u32 {
 /// lanes, so a way matches where both halves of its masked entry equal those of `tag << 2`. The
 /// ways are read as four 16-byte loads, and the two halves of each way combined for all eight
 /// ways at once (even and odd lanes gathered by two shuffles per four ways, then one mask):
-/// 33 host instructions instead of 44 (issue 4, change 23).
+/// fewer host instructions than comparing the ways one by one.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn match8(set: &[u64; 8], tag: u64) -> u32 {
@@ -130,7 +130,7 @@ fn match8(set: &[u64; 8], tag: u64) -> u32 {
 /// compare; only the ways whose low halves match are compared whole. A miss (every access of a
 /// memory-sized stream, at each level past the first) is decided by the low halves alone, which
 /// two lines share only a multiple of 2^30 lines (64 GiB) apart: 8 host instructions fewer than
-/// `match8` for a miss, a few more for a hit (issue 4).
+/// `match8` for a miss, a few more for a hit.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn match8_cold(set: &[u64; 8], tag: u64) -> u32 {
@@ -297,8 +297,8 @@ fn written(e: &mut u64) -> u8 {
 
 /// `to_front` of the first `k + 1` ways of an 8-way set, without a branch on `k`: each way
 /// takes its own or its predecessor's old entry (selects the compiler writes as conditional
-/// moves; with `match8`'s 16-byte loads, the former masks-and-or form was turned into a longer
-/// vector sequence, issue 4 change 23).
+/// moves; with `match8`'s 16-byte loads, a masks-and-or form is compiled into a longer vector
+/// sequence).
 #[inline]
 fn to_front8(set: &mut [u64; 8], k: usize, e: u64) {
     let old = *set;
@@ -358,7 +358,7 @@ fn fill_absent8(set: &mut [u64; 8], new: u64) -> Option<Evicted> {
 /// `match8` reads. A first level's set is read again at once when the second level's victim
 /// leaves it (`remove_p8`, same set), and the shift's stores at an 8-byte offset (`copy_within`)
 /// could not be forwarded to those 16-byte loads: the load waited for the stores to reach the
-/// host's cache (issue 4: `remove8` took a tenth of the 1 GiB stream's time).
+/// host's cache.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn fill_absent8(set: &mut [u64; 8], new: u64) -> Option<Evicted> {
@@ -421,7 +421,7 @@ fn fill_absent_removing8(lanes: impl Lanes, set: &mut [u64; 8], new: u64, gone: 
 }
 
 /// Ways of the sets the `*_w20` lookups take for granted: the 20-way last levels of laso-hpl,
-/// agung-xeon2 and agung-xeon56 (issue 4, change 23).
+/// agung-xeon2 and agung-xeon56.
 const W20: usize = 20;
 
 /// `touch` within one 20-way set: its 8 most recently used ways without branches (where a hit
@@ -746,7 +746,7 @@ impl SetAssoc {
 
     /// Whether the cache is 8-way with a power-of-two set count: the geometry the `*_p8` lookups
     /// take for granted (resolved once per `run_pu` for the common-shape path's first two levels,
-    /// issue 4 change 22), so that they need neither `set_of`'s match nor `set8`'s way count.
+    /// `Geom`), so that they need neither `set_of`'s match nor `set8`'s way count.
     pub fn is_p8(&self) -> bool {
         self.ways == 8 && self.mask.is_some()
     }
@@ -839,9 +839,9 @@ impl SetAssoc {
     /// `fill_absent_p8` of `line`, then `remove_p8` of `victim`: for a first level, the fill of a
     /// line and the removal of its second level's victim (it keeps the first inclusive), in one
     /// pass over the set where `victim` shares `line`'s set, as it does where this cache has no
-    /// more sets than the second level (`is_p8` set counts are powers of two, picked by a
-    /// line's low bits); two passes otherwise. Issue 4: the removal's own pass was 41 host
-    /// instructions an access over 1 GiB.
+    /// more sets than the second level (`is_p8` set counts are powers of two, picked by a line's
+    /// low bits); two passes otherwise. A pass of its own would cost the removal as many host
+    /// instructions again on a memory-sized stream.
     #[inline(always)]
     pub fn fill_absent_removing_p8(&mut self, line: u64, state: u8, victim: Option<u64>) {
         self.fill_absent_removing_p8_on(Base, line, state, victim);
@@ -892,8 +892,8 @@ impl SetAssoc {
     }
 
     /// Whether the cache is 20-way: the geometry the `*_w20` lookups take for granted (resolved
-    /// once per `run_pu` for the common-shape path's last level, issue 4 change 23), so that they
-    /// work on a set of fixed length, without `set8`'s way-count test or loops of unknown length.
+    /// once per `run_pu` for the common-shape path's last level, `Geom`), so that they work on a
+    /// set of fixed length, without `set8`'s way-count test or loops of unknown length.
     pub fn is_w20(&self) -> bool {
         self.ways == W20
     }
@@ -997,7 +997,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_p8_lookups_equal_the_general_ones() {
+    fn p8_lookups_equal_the_general_ones() {
         // An 8-way cache with 64 sets: `*_p8` on one copy, the general methods on another, the
         // same random operations (few lines, so hits, evictions and removals all happen).
         let mut a = SetAssoc::new(64 * 8 * 64, 64, 8);
@@ -1050,10 +1050,10 @@ mod tests {
     }
 
     #[test]
-    fn issue4_w20_lookups_agree_with_a_plain_model() {
+    fn w20_lookups_agree_with_a_plain_model() {
         // 20-way caches with a set count that is not a power of two (as laso-hpl's L3) and one
         // that is (agung-xeon2's), through the `*_w20` lookups, and an 8-way one through the
-        // general ones (with change 23's `match8` and `to_front8`), against a plain model of
+        // general ones (with `match8` and `to_front8`), against a plain model of
         // each set; and laso-hpl's L3 itself, whose 3.2 MB of tags have a mapping of their own
         // (`hostmem::Zeroed`). Lines `sets << 32` apart share their entries' low 32 bits, which
         // `match8_cold` compares first: it must compare those ways whole.
@@ -1161,7 +1161,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_fastmod_equals_remainder() {
+    fn fastmod_equals_remainder() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for d in [
             1u64,
@@ -1210,7 +1210,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_branchless_way_scans_agree_with_a_plain_model() {
+    fn branchless_way_scans_agree_with_a_plain_model() {
         // 8 ways (branchless throughout), 20 and 16 (branchless over the 8 most recently used
         // ways of a lookup), 4 and 12: 16 sets each, against a plain model of each set.
         for ways in [8usize, 20, 16, 4, 12] {
@@ -1279,7 +1279,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_fill_absent_equals_fill_of_an_absent_line() {
+    fn fill_absent_equals_fill_of_an_absent_line() {
         // laso-hpl's L3 shape (20 ways, sets not a power of two) and an 8-way L1.
         for (size, ways) in [(25 << 20, 20), (32 << 10, 8)] {
             let mut a = SetAssoc::new(size, 64, ways);
@@ -1304,13 +1304,12 @@ mod tests {
         }
     }
 
-    /// The state updates of the simulator's private lines (issue 4, 2026-11-27) against plain
-    /// scans: `set_state` (the 20-way path with its three runs of 8, and other widths), `state_of`,
-    /// `take_state`,
+    /// The state updates of the simulator's private lines against plain scans: `set_state` (the
+    /// 20-way path with its three runs of 8, and other widths), `state_of`, `take_state`,
     /// `write_private` (`EXCLUSIVE` to `MODIFIED`, other states kept), `written_mru` and
     /// `set_mru_state` (the way a lookup just hit), none of them changing the LRU order.
     #[test]
-    fn issue4_private_line_states_agree_with_a_plain_model() {
+    fn private_line_states_agree_with_a_plain_model() {
         for (ways, sets) in [(20usize, 6u64), (8, 4), (12, 3)] {
             let mut c = SetAssoc::new(64 * sets * ways as u64, 64, ways as u32);
             let mut x = 0x1234_5678_9abc_def1u64;
@@ -1378,7 +1377,7 @@ mod tests {
     /// `set_state`), with lines that share their entries' low 32 bits and tags too wide for an
     /// entry. (A host without AVX2 has nothing to compare: the fast path runs the base build.)
     #[test]
-    fn issue4_avx2_lookups_equal_the_base_ones() {
+    fn avx2_lookups_equal_the_base_ones() {
         let Some(avx2) = Avx2::on_host() else {
             return;
         };

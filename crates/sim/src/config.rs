@@ -171,7 +171,7 @@ pub struct SimConfig {
     /// Report each first-touch fault as a `Fault` sample, for an online policy to take
     /// (`Environment::drain_samples`). Off by default, as the other samplers: a run without a
     /// policy has nobody to read them, and kept they cost 56 bytes per page and, over a 1 GiB
-    /// working set, 14 % of the simulation's time (issue 4, 2026-11-28).
+    /// working set, a large share of the simulation's time.
     pub first_touch_samples: bool,
     /// Hardware-like 1-in-N sampling, off when `None`.
     pub hw_sampling: Option<HwSampling>,

@@ -1,5 +1,5 @@
 //! The coherence directory's storage: one entry per line held somewhere, in a `LineMap` whose slots
-//! are 16, 24 or 32 bytes depending on how many caches the machine tracks (issue 4).
+//! are 16, 24 or 32 bytes depending on how many caches the machine tracks.
 //!
 //! Each simulated LLC miss looks up two or three random directory slots; at memory-sized working sets
 //! the directory (1-2 M slots) is larger than the host's L3, so a smaller slot means fewer host cache
@@ -323,14 +323,15 @@ impl Directory {
     }
 
     /// Gives the map of the form in use (still empty) room to grow in place up to the slots of
-    /// `lines` entries (issue 4), `lines` being the tracked caches' lines: an entry lives while
-    /// it has a holder bit, i.e. nearly always while a tracked cache holds its line, so the
-    /// entries rarely outnumber those lines, and a map at most half full then needs no more than
-    /// the power of two at or above twice that. Not a strict bound: a holder bit that aliases
-    /// another cache's (machines with more tracked caches than bits: crates/sim/README.md, "The
-    /// directory is exact") can keep an entry whose line no cache holds; past the room the map grows into a new table, as without
-    /// it, with the same entries. Address space only until the directory grows into it
-    /// (`LineMap::with_room`); the shipped workloads stay within it (laso-hpl: 4 Mi slots).
+    /// `lines` entries, `lines` being the tracked caches' lines: an entry lives while it has a
+    /// holder bit, i.e. nearly always while a tracked cache holds its line, so the entries rarely
+    /// outnumber those lines, and a map at most half full then needs no more than the power of two
+    /// at or above twice that. Not a strict bound: a holder bit that aliases another cache's
+    /// (machines with more tracked caches than bits: crates/sim/README.md, "Caches and the
+    /// directory") can keep an entry whose line no cache holds; past the room the map grows into a
+    /// new table, as without it, with the same entries. Address space only until the directory
+    /// grows into it (`LineMap::with_room`); the shipped workloads stay within it (laso-hpl: 4 Mi
+    /// slots).
     pub(crate) fn reserve(&mut self, lines: usize) {
         let max = lines.saturating_mul(2);
         match self.kind {
@@ -378,7 +379,7 @@ impl Directory {
 
     /// The entry of `key` (the default, empty one if absent) and where it is or would go
     /// (`LineMap::entry`), for `insert_at` before the directory next changes. Every form unpacks
-    /// its default value to `DirEntry::default()` (`issue4_every_form_unpacks_its_default_empty`).
+    /// its default value to `DirEntry::default()` (`every_form_unpacks_its_default_empty`).
     #[inline(always)]
     pub(crate) fn entry<F: Form>(&self, key: u64) -> (At, DirEntry) {
         let (at, v) = F::map(self).entry(key);
@@ -476,13 +477,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue4_narrow_directory_slot_is_24_bytes() {
+    fn narrow_directory_slot_is_24_bytes() {
         assert_eq!(LineMap::<Narrow>::slot_bytes(), 24);
         assert_eq!(LineMap::<DirEntry>::slot_bytes(), 32);
     }
 
     #[test]
-    fn issue4_every_form_unpacks_its_default_empty() {
+    fn every_form_unpacks_its_default_empty() {
         let d = |e: DirEntry| (e.holders, e.owner, e.dirty);
         let empty = d(DirEntry::default());
         assert_eq!(d(PackedForm::unpack(u64::default())), empty);
@@ -512,7 +513,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_narrow_and_wide_directories_agree() {
+    fn narrow_and_wide_directories_agree() {
         let n = Directory::unpacked(64);
         let w = Directory::unpacked(65);
         assert!(n.kind() == FormKind::Narrow);
@@ -521,7 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_packed_directory_slot_is_16_bytes_where_it_fits() {
+    fn packed_directory_slot_is_16_bytes_where_it_fits() {
         assert_eq!(LineMap::<u64>::slot_bytes(), 16);
         // laso-hpl: 40 private L2s + 4 L3s, owners 1..=40.
         assert!(Directory::new(44, 40).kind() == FormKind::Packed);
@@ -533,7 +534,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_packed_and_wide_directories_agree() {
+    fn packed_and_wide_directories_agree() {
         for (tracked, max_owner) in [(44, 40), (1, 1), (0, 5), (48, 32767), (20, 2000)] {
             let p = Directory::new(tracked, max_owner);
             assert!(p.kind() == FormKind::Packed, "{tracked} {max_owner}");
@@ -543,7 +544,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_drop_holder_drops_the_owner_with_its_last_cache() {
+    fn drop_holder_drops_the_owner_with_its_last_cache() {
         // PU 4 owns the line dirty through its cache with bit 3; an L3 (bit 10) holds it too.
         let bits = |o: usize| if o == 4 { [1 << 3, 0] } else { [0, 0] };
         for mut d in [

@@ -39,7 +39,7 @@ fn service_ns(mbps: f64) -> f64 {
 
 /// The later of two of the model's times: `a.max(b)` for values that are never NaN, as a compare
 /// and a select (one `maxsd`) instead of `f64::max`'s NaN handling, five more instructions per
-/// call on the memory path (issue 4, change 24). Equal to `f64::max` for every pair without a
+/// call on the memory path. Equal to `f64::max` for every pair without a
 /// NaN, signed zeros aside: times are sums of non-negative terms and `start - now` with
 /// `start >= now`, so never -0.0. Debug builds (every test) check that neither is NaN.
 #[inline(always)]
@@ -58,10 +58,9 @@ pub(crate) fn later(a: f64, b: f64) -> f64 {
 /// newest arrival; otherwise it grows, up to `MAX_HISTORY`. So a queue fed in time order
 /// keeps 64 intervals (a small ring, written as it turns), and one fed far out of order keeps
 /// what its late lines need. A request older than the oldest one kept is taken at the forgotten
-/// history's end (`Queue::floor`) and counted (`Report::queue_past_history`). Before 2026-11-28
-/// the history was 64 intervals, always: too few where PUs ran far apart on busy links (22 of
-/// 240 suite runs had lines taken so, up to 22,758 in a run; crates/sim/README.md, "Queues
-/// remember longer").
+/// history's end (`Queue::floor`) and counted (`Report::queue_past_history`). A fixed 64
+/// intervals would be too few where PUs run far apart on busy links (crates/sim/README.md,
+/// "Queues").
 const HISTORY: usize = 64;
 
 /// The most busy intervals a queue remembers (1 MiB of them per queue).
@@ -77,10 +76,9 @@ const MAX_HISTORY: usize = 1 << 16;
 /// order. With equal service times the busy intervals, and the sum of the waits, depend only on
 /// the arrival times (Σ starts − Σ arrivals), so the queue totals are the time-ordered FIFO's;
 /// the requests simulated before it and now moved later cannot be given their delay (their
-/// latencies were returned), so it is added to the totals only (`Occupied::pushed`). Before
-/// 2026-11-27 a request was served after every request simulated before it, from the latest
-/// arrival so far: the arrivals bunched behind requests that ran ahead, and the queue totals
-/// carried it (crates/sim/README.md, "Queues in time order").
+/// latencies were returned), so it is added to the totals only (`Occupied::pushed`). Serving a
+/// request after every request simulated before it would bunch the arrivals behind requests
+/// that ran ahead, and the queue totals would carry it (crates/sim/README.md, "Queues").
 #[derive(Debug, Clone)]
 struct Queue {
     service: f64,
@@ -632,7 +630,7 @@ impl Fabric {
     /// In time order (`Queue::occupy_in_order`) a line pushes none later, and the total takes
     /// its wait alone, as `wait + 0.0` is: the general case (`mc`) is out of line, so that the
     /// common one returns its start in a register rather than an `Occupied` through memory
-    /// (issue 4). Likewise `occupy_route`.
+    /// Likewise `occupy_route`.
     #[inline]
     pub fn occupy_mc(&mut self, t: f64, j: usize) -> f64 {
         match self.mcs[j].occupy_in_order(t) {
@@ -793,7 +791,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_queue_in_time_order_is_a_fifo() {
+    fn queue_in_time_order_is_a_fifo() {
         // Sorted arrivals: each line starts at max(its time, the previous one's end), as the
         // queue did before lines could arrive out of order.
         let mut x = 7u64;
@@ -810,7 +808,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_queue_out_of_order_gives_the_time_ordered_fifo() {
+    fn queue_out_of_order_gives_the_time_ordered_fifo() {
         // Arrivals simulated out of time order (each up to 12 places late; the times are
         // multiples of 1/8 ns, so every sum is exact): the busy intervals are the time-ordered
         // FIFO's, and the waits plus the delays pushed onto lines simulated earlier sum to its
@@ -848,7 +846,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_queue_gives_the_md1_wait_whatever_the_order() {
+    fn queue_gives_the_md1_wait_whatever_the_order() {
         // Poisson arrivals at one service time per line (M/D/1): the mean wait is ρ / (2 (1 - ρ))
         // service times (Pollaczek-Khinchine). Fed in time order and scrambled within 12 places,
         // the queue's total (waits plus the delays pushed onto lines simulated earlier) gives it.
@@ -892,7 +890,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_a_late_line_takes_the_idle_time_at_its_arrival() {
+    fn a_late_line_takes_the_idle_time_at_its_arrival() {
         // One line simulated 100 ns ahead, then one at 0: the one at 0 finds the queue idle
         // (the old queue took it at the latest arrival, 100 ns, as if it had come then).
         let mut q = Queue::new(5.0);
@@ -909,7 +907,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_a_line_older_than_the_history_arrives_at_its_end() {
+    fn a_line_older_than_the_history_arrives_at_its_end() {
         // HISTORY + 2 separate lines, 10 ns apart, in time order: the history keeps HISTORY
         // intervals before the latest (nothing came late: it does not grow), so the first, [0, 1),
         // is forgotten. A line from 0.5 is taken at 1, the forgotten history's end, counted, and
@@ -931,11 +929,11 @@ mod tests {
     }
 
     /// A queue that has seen a line come late keeps the busy intervals within twice that of its
-    /// newest arrival (growing past `HISTORY`): a later line as late finds its place, where the
-    /// 64 intervals of before 2026-11-28 had forgotten it and took it at their end. Fed in time
+    /// newest arrival (growing past `HISTORY`): a later line as late finds its place, where a
+    /// fixed 64 intervals would have forgotten it and taken it at their end. Fed in time
     /// order, a queue stays at `HISTORY`.
     #[test]
-    fn issue4_a_queue_remembers_as_far_back_as_its_lines_come() {
+    fn a_queue_remembers_as_far_back_as_its_lines_come() {
         let mut q = Queue::new(1.0);
         for i in 0..10 * HISTORY {
             q.occupy(10.0 * i as f64);
@@ -965,7 +963,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_later_equals_f64_max_on_times() {
+    fn later_equals_f64_max_on_times() {
         // Every pair of the model's kind of values (non-negative, zero, large, infinite, equal),
         // bit for bit, in both orders.
         let mut vals = vec![
@@ -1000,7 +998,7 @@ mod tests {
     /// laso-hpl's ring (0, 1 and 2 links), mostly in time order, some late by up to 2 us (each
     /// of the out-of-line cases: a late controller, a late first or second link).
     #[test]
-    fn issue4_in_order_reads_equal_the_general_queue_step() {
+    fn in_order_reads_equal_the_general_queue_step() {
         let m = numaff_machine::catalog::load("laso-hpl").unwrap();
         let mut a = Fabric::new(&m);
         let mut b = a.clone();

@@ -53,11 +53,11 @@ pub(crate) fn filled_with_room<T: Clone>(n: usize, room: usize, fill: T) -> Vec<
     v
 }
 
-/// Lengthens `v` to `n` values with copies of `fill` without moving it, if its buffer has room
-/// for `n` (`filled_with_room`); returns whether it did. Only the added part is written, so the
-/// kernel zeroes fresh memory only for it (issue 4). Without the room it returns false and
-/// leaves `v` alone: a reallocation would copy the values into fresh memory, and the copy, made
-/// before any huge page advice could reach the new buffer, would sit on small host pages.
+/// Lengthens `v` to `n` values with copies of `fill` without moving it, if its buffer has room for
+/// `n` (`filled_with_room`); returns whether it did. Only the added part is written, so the kernel
+/// zeroes fresh memory only for it. Without the room it returns false and leaves `v` alone: a
+/// reallocation would copy the values into fresh memory, and the copy, made before any huge page
+/// advice could reach the new buffer, would sit on small host pages.
 pub(crate) fn extend_filled<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) -> bool {
     if n > v.capacity() {
         return false;
@@ -68,13 +68,13 @@ pub(crate) fn extend_filled<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) -> bool
     true
 }
 
-/// `n` zeros for a large table: from `MAP_MIN` bytes in an anonymous mapping of its own, so
-/// that only the pages a run touches cost anything, each a fresh zero page from the kernel
-/// (the allocator would hand a new simulator the memory a freed one held, and clear all of it,
-/// `memset`), starting on a 2 MiB boundary with its whole 2 MiB pages advised huge where it
-/// spans one (a `Vec` starts anywhere: the page table's room as a `Vec` had its first MiB on
-/// 4 KiB pages, 39 % of the 1 GiB stream's host faults, issue 4). Smaller tables, or a host
-/// that refuses the mapping, get a zeroed `Vec`.
+/// `n` zeros for a large table: from `MAP_MIN` bytes in an anonymous mapping of its own, so that
+/// only the pages a run touches cost anything, each a fresh zero page from the kernel (the
+/// allocator would hand a new simulator the memory a freed one held, and clear all of it,
+/// `memset`), starting on a 2 MiB boundary with its whole 2 MiB pages advised huge where it spans
+/// one (a `Vec` starts anywhere: the page table's room as a `Vec` would have its first MiB on 4 KiB
+/// pages, and a large share of a memory-sized stream's host faults there). Smaller tables, or a
+/// host that refuses the mapping, get a zeroed `Vec`.
 pub(crate) struct Zeroed<T: bytemuck::Pod> {
     /// The first value, `len` of them, inside `store`.
     ptr: *mut T,
@@ -196,7 +196,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_extend_filled_lengthens_in_place_within_the_room_only() {
+    fn extend_filled_lengthens_in_place_within_the_room_only() {
         // Room for several huge pages; lengthened from below one to all of it.
         let room = (5 << 20) / 8;
         let mut v = filled_with_room(1000, room, 7u64);
@@ -224,7 +224,7 @@ mod tests {
     /// `Zeroed` gives `n` zeros, writable, aligned as it says (mapped from `MAP_MIN` bytes: on
     /// 2 MiB from 2 MiB, else 64 bytes), and a clone with the same values in memory of its own.
     #[test]
-    fn issue4_zeroed_gives_aligned_zeros_of_its_own() {
+    fn zeroed_gives_aligned_zeros_of_its_own() {
         let map_min = MAP_MIN / 8;
         for n in [
             0,

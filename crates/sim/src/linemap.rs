@@ -80,9 +80,9 @@ impl<V: Copy + Default> LineMap<V> {
         Self::with_slots(n)
     }
 
-    /// An empty table of `n` slots with room to double in place up to `max` slots (issue 4):
-    /// address space only until the table grows into it (`hostmem::filled_with_room`). For a
-    /// table whose final size a caller can bound, such as the directory.
+    /// An empty table of `n` slots with room to double in place up to `max` slots: address space
+    /// only until the table grows into it (`hostmem::filled_with_room`). For a table whose final
+    /// size a caller can bound, such as the directory.
     pub(crate) fn with_room(n: usize, max: usize) -> Self {
         Self::with_slots_room(n, max)
     }
@@ -329,11 +329,10 @@ impl<V: Copy + Default> LineMap<V> {
         true
     }
 
-    /// Removes the key in slot `hole` (not empty): backward-shift deletion, moving up every
-    /// later slot of the run whose home is not in (hole, j], so that every key stays reachable
-    /// from its home without tombstones. Out of line: so `update_or_remove` stays small enough
-    /// for `Simulator::evicted_bit` to be inlined at its call sites (measured, change 31 in the
-    /// crate's README).
+    /// Removes the key in slot `hole` (not empty): backward-shift deletion, moving up every later
+    /// slot of the run whose home is not in (hole, j], so that every key stays reachable from its
+    /// home without tombstones. Out of line: so `update_or_remove` stays small enough for
+    /// `Simulator::evicted_bit` to be inlined at its call sites.
     #[inline(never)]
     fn remove_at(&mut self, mut hole: usize) {
         debug_assert_ne!(self.slots[hole].key, EMPTY, "removal of an empty slot");
@@ -388,10 +387,9 @@ impl<V: Copy + Default> LineMap<V> {
 
     /// Moves the keys of the first `n` slots, placed for `n` slots, to their places in the
     /// doubled table (`slots` and `shift` already doubled, the new half empty), without a second
-    /// table (issue 4): the table keeps its host memory and only the added half is fresh, half
-    /// the fresh memory of building a new table, which the kernel must zero (on the development
-    /// VM, 7-14 % of a suite workload's CPU time went to the directory's growth; crates/sim/PERFORMANCE.md,
-    /// "Workload suite speed").
+    /// table: the table keeps its host memory and only the added half is fresh, half the fresh
+    /// memory of building a new table, which the kernel must zero (the directory grows many
+    /// times in a suite workload).
     ///
     /// Why no key lands on a slot still holding a key not yet moved. A key of old home `h` has
     /// new home `2h` or `2h + 1` (one more bit of the same product). A run is a maximal block
@@ -465,7 +463,7 @@ mod tests {
     use std::collections::HashMap;
 
     #[test]
-    fn issue4_in_place_growth_keeps_every_key_including_wrapped_runs() {
+    fn in_place_growth_keeps_every_key_including_wrapped_runs() {
         // Runs that wrap past the last slot when the table grows: many keys whose home is one of
         // the last slots (and a few at the first), so that the in-place growth must set them
         // aside; then random keys and removals across many growths.
@@ -587,7 +585,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_slot_insert_matches_insert() {
+    fn slot_insert_matches_insert() {
         // `entry` then `insert_at` on one table, `get` then `insert` on another, a `HashMap` as
         // the reference: the same values, and the same slots, sizes and lengths throughout.
         let mut m: LineMap<u32> = LineMap::default();
@@ -625,7 +623,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_update_or_remove_matches_get_mut_then_remove() {
+    fn update_or_remove_matches_get_mut_then_remove() {
         // `update_or_remove` on one table, `get_mut` then `remove` on another, a `HashMap` as the
         // reference; the update removes when the new value is a multiple of 3.
         let mut m: LineMap<u32> = LineMap::default();

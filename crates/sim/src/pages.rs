@@ -46,22 +46,21 @@ const MEMO: usize = 1 << 10;
 
 /// Entries `PageTable::entries` has room for before it moves (16 GiB of 4 KiB pages): address
 /// space only until written, on huge host pages where the host gives them (`hostmem::Zeroed`).
-/// Grown from empty, it was faulted in 4 KiB at a time and copied at each doubling (issue 4:
-/// with the process's page list, 700 of the 1 GiB stream's 2,100 host faults per million
-/// accesses); as a `Vec` with that room, its first MiB still lay before the first 2 MiB
-/// boundary of the buffer, on 4 KiB pages.
+/// Grown from empty, it would be faulted in 4 KiB at a time and copied at each doubling (with
+/// the process's page list, a third of a memory-sized stream's host faults); as a `Vec` with
+/// that room, its first MiB would lie before the first 2 MiB boundary of the buffer, on 4 KiB
+/// pages.
 const ENTRIES_ROOM: usize = 1 << 22;
 
 /// Present pages by virtual page number (the subset of a map the simulator uses).
 pub(crate) struct PageTable {
     /// Chunk number (`vp >> CHUNK_SHIFT`) to the start of its entries in `entries`.
     chunks: LineMap<u64>,
-    /// A direct-mapped memo in front of `chunks` (issue 4, change 25): slot `c % MEMO` holds
-    /// `(c + 1, start)` for the last chunk `c` found there, `(0, 0)` for none. A chunk is
-    /// never removed and its start never changes, so a slot is true until another chunk takes it;
-    /// a lookup whose chunk is not there probes `chunks` as before. `Cell`s, because lookups
-    /// and prefetches take the table by shared reference; a fixed-size array, so that the slot's
-    /// index needs no bounds check.
+    /// A direct-mapped memo in front of `chunks`: slot `c % MEMO` holds `(c + 1, start)` for the
+    /// last chunk `c` found there, `(0, 0)` for none. A chunk is never removed and its start never
+    /// changes, so a slot is true until another chunk takes it; a lookup whose chunk is not there
+    /// probes `chunks` as before. `Cell`s, because lookups and prefetches take the table by shared
+    /// reference; a fixed-size array, so that the slot's index needs no bounds check.
     memo: Box<[Cell<(u64, u64)>; MEMO]>,
     /// `CHUNK` entries per chunk; 0 for an absent page. Zeros from `used` on: a new chunk's
     /// entries need no writing.
@@ -238,7 +237,7 @@ mod tests {
     use std::collections::HashMap;
 
     #[test]
-    fn issue4_page_table_agrees_with_hashmap() {
+    fn page_table_agrees_with_hashmap() {
         agrees_with_hashmap(PageTable::default());
     }
 
@@ -246,7 +245,7 @@ mod tests {
     /// entries keep their pages (fails if the move copies less than the used entries, or lets
     /// a new chunk overlap an old one).
     #[test]
-    fn issue4_page_table_moves_past_its_room() {
+    fn page_table_moves_past_its_room() {
         let t = PageTable::with_room(CHUNK);
         assert_eq!(t.entries.len(), CHUNK);
         let t = agrees_with_hashmap(t);
@@ -308,12 +307,12 @@ mod tests {
         t
     }
 
-    /// The chunk memo (change 25) under chunks that share its slots: two chunks `MEMO` apart
-    /// alternate in one slot, an absent chunk is looked up in a slot that holds a present one, and
-    /// every page keeps its own entry (fails if the memo's tag is not compared, or is the chunk
-    /// number itself, which would take chunk 0 for the empty slot's).
+    /// The chunk memo under chunks that share its slots: two chunks `MEMO` apart alternate in one
+    /// slot, an absent chunk is looked up in a slot that holds a present one, and every page keeps
+    /// its own entry (fails if the memo's tag is not compared, or is the chunk number itself, which
+    /// would take chunk 0 for the empty slot's).
     #[test]
-    fn issue4_page_chunk_memo_keeps_colliding_chunks_apart() {
+    fn page_chunk_memo_keeps_colliding_chunks_apart() {
         let mut t = PageTable::default();
         let chunk = |c: u64, k: u64| (c << CHUNK_SHIFT) | k;
         let far = MEMO as u64;

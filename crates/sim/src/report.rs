@@ -58,7 +58,7 @@ pub struct Report {
     pub interconnect_bytes: u64,
     /// Lines that reached a controller or link queue earlier than the busy intervals it
     /// remembers and were taken at the end of the forgotten ones: a wait the time-ordered FIFO
-    /// may not have had (crates/sim/README.md, "Queues remember longer"). 0 in a faithful run.
+    /// may not have had (crates/sim/README.md, "Queues"). 0 in a faithful run.
     #[serde(default)]
     pub queue_past_history: u64,
     /// Reads of lines dirty in another core's caches (cache-to-cache transfers).

@@ -100,8 +100,8 @@ pub enum DataPolicy {
 
 /// A thread's ops as the simulator pulls them: a batch per call, so that the dynamic call is paid
 /// once per batch and the generator's `next` is inlined into the loop that fills it, instead of one
-/// call through the box per op (issue 4: 4 MiB stream 8 % less CPU, the workload suite 5 %). Every
-/// `Iterator<Item = Op>` is one ([`ThreadSpec::new`] fuses it first).
+/// call through the box per op. Every `Iterator<Item = Op>` is one ([`ThreadSpec::new`] fuses it
+/// first).
 pub trait OpSource: Send {
     /// Writes the next ops into `buf` from its start and returns how many: 0 only when the ops
     /// have ended (the simulator then pulls no more), any other count up to `buf.len()` otherwise.

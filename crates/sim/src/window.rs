@@ -2,8 +2,8 @@
 //! a ring, so that an access waits for the oldest when `mlp` are out (in-order retirement).
 //!
 //! A ring of `mlp` slots, never-written ones at minus infinity, gives the oldest of a full window
-//! and "no wait" for a window not yet full with one load, where a `VecDeque` checked its length
-//! and capacity on every access (issue 4: 5.8 % of the instructions at 4 MiB).
+//! and "no wait" for a window not yet full with one load, where a `VecDeque` would check
+//! its length and capacity on every access.
 
 use crate::fabric::later;
 
@@ -64,10 +64,10 @@ mod tests {
 
     use super::*;
 
-    /// The ring against the deque it replaced: pop the oldest when `mlp` are out, push each
+    /// The ring against a plain deque: pop the oldest when `mlp` are out, push each
     /// completion, drain now and then; the same waits and drains.
     #[test]
-    fn issue4_the_ring_waits_as_the_deque_did() {
+    fn the_ring_waits_and_drains_as_a_deque_does() {
         for mlp in [1, 2, 3, 10] {
             let mut ring = Window::new(mlp);
             let mut deque: VecDeque<f64> = VecDeque::new();

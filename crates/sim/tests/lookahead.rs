@@ -1,5 +1,5 @@
-//! Issue 4 (simulator speed): a thread's ops are pulled a few ahead of the one it runs, so that the
-//! host fetches of their tables start early; this must not change which ops run or their order.
+//! A thread's ops are pulled a few ahead of the one it runs, so that the host fetches of their
+//! tables start early; this must not change which ops run or their order.
 
 #![allow(clippy::unwrap_used)]
 
@@ -33,7 +33,7 @@ impl Iterator for Unfused {
 }
 
 #[test]
-fn issue4_lookahead_stops_at_the_first_none() {
+fn lookahead_stops_at_the_first_none() {
     let m = catalog::load("laso-hpl").unwrap();
     for n in [0u64, 1, 5, 8, 9, 1000] {
         let calls = Arc::new(AtomicUsize::new(0));
@@ -52,7 +52,7 @@ fn issue4_lookahead_stops_at_the_first_none() {
 }
 
 #[test]
-fn issue4_ops_run_in_generator_order_through_hits_and_misses() {
+fn ops_run_in_generator_order_through_hits_and_misses() {
     // Runs of first-level hits (one 4 KiB page) and of misses (a 256 MiB region), with compute and
     // barriers between them, so that the thread switches in and out of pulling ahead.
     let mut want = Vec::new();

@@ -1,4 +1,4 @@
-//! Issue 4: the flags pipelines hand items through (`Op::Post` / `Op::Wait`): a consumer waits
+//! The flags pipelines hand items through (`Op::Post` / `Op::Wait`): a consumer waits
 //! for the producer's post, resumes when the item is ready, and reads it from the producer's cache.
 
 #![allow(clippy::unwrap_used)]
@@ -23,7 +23,7 @@ fn run(a: Vec<Op>, b: Vec<Op>) -> (Report, bool) {
 }
 
 #[test]
-fn issue4_wait_resumes_after_the_post_and_reads_the_item_from_the_producer() {
+fn wait_resumes_after_the_post_and_reads_the_item_from_the_producer() {
     // 1.8 GHz: 180,000 cycles of compute = 100 us before the item is written and posted.
     let producer = vec![
         Op::Compute(180_000),
@@ -41,7 +41,7 @@ fn issue4_wait_resumes_after_the_post_and_reads_the_item_from_the_producer() {
 }
 
 #[test]
-fn issue4_wait_on_a_flag_already_set_does_not_block() {
+fn wait_on_a_flag_already_set_does_not_block() {
     let producer = vec![Op::Post(1)];
     let consumer = vec![
         Op::Compute(180_000),
@@ -60,7 +60,7 @@ fn issue4_wait_on_a_flag_already_set_does_not_block() {
 }
 
 #[test]
-fn issue4_wait_for_a_flag_nobody_posts_is_stuck() {
+fn wait_for_a_flag_nobody_posts_is_stuck() {
     let (_, stuck) = run(vec![Op::Compute(10)], vec![Op::Wait(3)]);
     assert!(stuck);
 }

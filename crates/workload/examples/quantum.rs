@@ -52,7 +52,7 @@ fn main() -> Result<(), String> {
             cfg.quantum_ns = q;
             let mut sim = Simulator::new(&machine, cfg);
             for p in procs {
-                sim.spawn(p)?;
+                sim.spawn(p).map_err(|e| e.to_string())?;
             }
             let t0 = std::time::Instant::now();
             let r = sim.run();

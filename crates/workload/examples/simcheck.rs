@@ -128,7 +128,7 @@ fn main() -> Result<(), String> {
             sim = sim.without_private_lines();
         }
         for p in procs {
-            sim.spawn(p)?;
+            sim.spawn(p).map_err(|e| e.to_string())?;
         }
         let r = sim.run();
         println!("== {mname} {wname} {opts:?} sampler {sampler}\n{r:?}");

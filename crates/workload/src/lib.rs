@@ -404,7 +404,7 @@ pub fn run_with(
     let (procs, cfg) = build(machine, w, opts)?;
     let mut sim = Simulator::new(machine, cfg);
     for p in procs {
-        sim.spawn(p)?;
+        sim.spawn(p).map_err(|e| e.to_string())?;
     }
     while !sim.all_done() {
         let now = sim.advance(PROGRESS_STEP_NS).map_err(|e| e.to_string())?;

@@ -1,18 +1,16 @@
-//! The private-line fast path (issue 4): a thread's run of accesses on a PU whose path has the
-//! common shape with `P8W20Geom`, as one compact loop over the parts it borrows once.
+//! The private-line fast path: a thread's run of accesses on a PU whose path has the common shape
+//! with `P8W20Geom`, as one compact loop over the parts it borrows once.
 //!
 //! `run_pu_in` reaches the caches, the page table, the fabric and the statistics through `self`
-//! after every call that takes it, so the compiler reloads their addresses and repeats their
-//! bounds checks, and the path's code is spread over functions shared with every other case. A
-//! scratch copy of the private-line steps as one loop over its own fields (2026-12-05, the same
-//! figures bit for bit, not kept) ran the benchmark's 1 GiB stream in 21 % less CPU time than
-//! the simulator; this loop is that copy inside it (16 % less, crates/sim/PERFORMANCE.md). It is
-//! entered only while the directory is empty (its lookahead fetches no directory slots, which
-//! shared lines need) and towards a far horizon (`MIN_RUN_NS`). It takes the same steps in the
-//! same order as `step` with
-//! `P8W20Geom` (`access`, `access_beyond_l1_3`, `private_page`, `coherent_private`, `memory`,
-//! `fill3`, `private_victim2`, `private_victim3`), so every figure is the general path's, and
-//! hands an access back to that code where it needs something the loop does not borrow:
+//! after every call that takes it, so the compiler reloads their addresses and repeats their bounds
+//! checks, and the path's code is spread over functions shared with every other case. This loop
+//! borrows those parts once and runs the private-line steps over them, which takes markedly less
+//! host time on streams of private data. It is entered only while the directory is empty (its
+//! lookahead fetches no directory slots, which shared lines need) and towards a far horizon
+//! (`MIN_RUN_NS`). It takes the same steps in the same order as `step` with `P8W20Geom` (`access`,
+//! `access_beyond_l1_3`, `private_page`, `coherent_private`, `memory`, `fill3`, `private_victim2`,
+//! `private_victim3`), so every figure is the general path's, and hands an access back to that code
+//! where it needs something the loop does not borrow:
 //! - a write to a line the directory holds, or to a page not private to the PU's domain
 //!   (`Rest::Coherent`, `Rest::Tail`: before the loop changed anything the general code would not
 //!   have);
@@ -25,6 +23,8 @@
 //!
 //! The loop is compiled twice: for the target's base instruction set and, on x86_64, with AVX2
 //! and BMI2, which it runs where the host has them (checked once per simulator).
+
+use numaff_engine::AccessKind;
 
 use super::*;
 
@@ -242,10 +242,9 @@ impl Simulator {
     }
 
     /// `fast_accesses`, compiled for AVX2 where the host has it (`Simulator::fast_avx2`): the
-    /// compiler's own use of the wider instructions in the loop, the fabric's read inlined into
-    /// it, and the lookups' four-way compares (`cache::Lanes`): about -3.9 / -4.0 / -10.7 % CPU
-    /// time over 1 GiB / 4 MiB / 16 KiB against the base build (the two steps' measured ratios
-    /// multiplied; issue 4, crates/sim/PERFORMANCE.md, fourth session of 2026-12-05).
+    /// compiler's own use of the wider instructions in the loop, the fabric's read inlined into it,
+    /// and the lookups' four-way compares (`cache::Lanes`): a few percent less CPU time than the
+    /// base build, most on streams that hit the first level.
     #[inline(always)]
     fn fast_accesses_on_host<D: Form>(
         &mut self,
@@ -778,7 +777,7 @@ mod tests {
     /// second level holds. Each run asserts that the fast path ran and handed back what it was
     /// made for.
     #[test]
-    fn issue4_fast_path_gives_the_general_paths_figures() {
+    fn fast_path_gives_the_general_paths_figures() {
         let laso = numaff_machine::catalog::load("laso-hpl").unwrap();
         let small = small_l3();
         let sampled = SimConfig {
