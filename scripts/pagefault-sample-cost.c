@@ -1,4 +1,4 @@
-/* The kernel's cost per page fault of a page-fault perf event (README "numaff profile", issue 5):
+/* The kernel's cost per page fault of a page-fault perf event (crates/linux/README.md, "Samplers"):
  * a thread pinned to cpu 0 faults ROUNDS x 8192 fresh pages; the ring (512 data pages) is drained
  * between rounds; prints the thread's cpu time per fault. Compare against mode 0 (no event).
  *   cc -O2 -o /tmp/pfcost scripts/pagefault-sample-cost.c

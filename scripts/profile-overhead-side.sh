@@ -3,12 +3,10 @@
 # each repetition starts at once the plain program pinned to one cpu and the profiled one (with
 # numaff's agent inside it) pinned to the other, one thread each, and swaps the cpus every
 # repetition. Each prints DONE after its PASSES and streams on until both have, so both see the
-# same memory bandwidth, and the noise of the host's other VMs falls on both alike (made one after
-# the other, runs here vary by 10-40 %). numaff itself is not pinned, so its cpu time may come
+# same memory bandwidth, and the noise of a shared host falls on both alike. numaff itself is not pinned, so its cpu time may come
 # from either program: "charged" adds all it spent before the program exited (its cpu time less
 # its finish) to the profiled one, an upper bound. "finish" is numaff's wall time after the
-# program exited: writing the trace and, while other processes scanned /proc, up to 0.4 s of
-# kernel time reaping the program (README); it does not delay the program. Prints per repetition
+# program exited: writing the trace and reaping the program; it does not delay the program. Prints per repetition
 # the wall times from the common start to each DONE, the ratio, the charged ratio and the finish;
 # then the medians and quartiles.
 # Usage: scripts/profile-overhead-side.sh [NUMAFF] [REPS] [PASSES]   (a release build of numaff)
