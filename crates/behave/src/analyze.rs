@@ -40,7 +40,7 @@ use crate::ingest::{TableSample, Tables, NO_THREAD};
 use crate::numa_table::{exclusivity, NumaTableConfig};
 use crate::sample::{Kind, Sample, TraceMeta};
 use crate::sharing::SharingTableConfig;
-use crate::trace::{TraceError, TraceReader};
+use crate::tracefile::{TraceError, TraceReader};
 
 /// Equal-width time bins of the trace's span that events are counted in (the points the clustering
 /// works on, and the bars of the events-over-time figure).

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use crate::delocprof::CommEvent;
-use crate::trace::{parse_int, read_csv_line, skip_csv_line, split_csv, TraceError};
+use crate::tracefile::{parse_int, read_csv_line, skip_csv_line, split_csv, TraceError};
 
 /// The columns of a message trace.
 pub const COLUMNS: [&str; 4] = ["time_ns", "sender", "receiver", "bytes"];

@@ -522,7 +522,7 @@ mod tests {
     /// is the writer's in every byte but the header.
     fn trace_claiming(claim: i32) -> Vec<u8> {
         use crate::sample::{Kind, Sample};
-        use crate::trace::{schema, to_record_batch};
+        use crate::tracefile::{schema, to_record_batch};
         use parquet::basic::Encoding;
         let samples: Vec<Sample> = (0..4_000u64)
             .map(|i| Sample {
@@ -590,7 +590,7 @@ mod tests {
     /// faithful; claiming 1.9 GB is caught before the crate decodes the page.
     #[test]
     fn issue5_a_rewritten_page_header_reads_back_and_a_false_claim_is_caught() {
-        use crate::trace::TraceReader;
+        use crate::tracefile::TraceReader;
         use std::path::Path;
         let honest = trace_claiming(4_000 * 8);
         let read = TraceReader::from_parquet_bytes(Path::new("honest.parquet"), honest)

@@ -33,7 +33,7 @@ use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use crate::sample::shorten;
-use crate::trace::{TraceError, BATCH_ROWS};
+use crate::tracefile::{TraceError, BATCH_ROWS};
 use crate::{DataSource, Kind, Sample};
 
 /// The longest line accepted (perf's symbol names can be long; a binary file has no newlines).

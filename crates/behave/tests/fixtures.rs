@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use numaff_behave::trace::write_trace;
+use numaff_behave::tracefile::write_trace;
 use numaff_behave::{DataSource, Kind, Sample, TraceMeta, TraceReader};
 
 fn samples() -> Vec<Sample> {

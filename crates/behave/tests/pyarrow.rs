@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::process::{Command, Output};
 
 use numaff_behave::parquet_pages::check_pages;
-use numaff_behave::trace::write_trace;
+use numaff_behave::tracefile::write_trace;
 use numaff_behave::{DataSource, Kind, Sample, TraceMeta};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 

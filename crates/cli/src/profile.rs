@@ -615,7 +615,7 @@ impl BoundedPoll {
 }
 
 /// Samples handed to the trace writer at a time (the writer's own batches are as large).
-const WRITE_BATCH: usize = numaff_behave::trace::BATCH_ROWS;
+const WRITE_BATCH: usize = numaff_behave::tracefile::BATCH_ROWS;
 
 /// Encodes and writes the trace on a thread of its own at the lowest priority (nice 19), off the
 /// path that drains the ring buffers: Parquet encoding then takes cpu time the profiled program

@@ -349,7 +349,7 @@ fn issue6_map_from_a_trace() {
         ..Default::default()
     };
     let trace = dir.path().join("ring.parquet");
-    numaff_behave::trace::write_trace(&trace, &meta, &samples).unwrap();
+    numaff_behave::tracefile::write_trace(&trace, &meta, &samples).unwrap();
     let saved = dir.path().join("ring.toml");
     let out = numaff()
         .args([
@@ -454,7 +454,7 @@ fn issue6_map_from_a_trace() {
     );
     // An empty trace is a clear error.
     let empty = dir.path().join("empty.parquet");
-    numaff_behave::trace::write_trace(&empty, &meta, &[]).unwrap();
+    numaff_behave::tracefile::write_trace(&empty, &meta, &[]).unwrap();
     numaff()
         .args(["map", "--algo", "locality", "--trace"])
         .arg(&empty)
