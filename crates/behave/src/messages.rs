@@ -151,7 +151,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_reads_messages_in_any_column_order() {
+    fn reads_messages_in_any_column_order() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = write(
             dir.path(),
@@ -180,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_bad_message_traces_name_the_line() {
+    fn bad_message_traces_name_the_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let cases = [
             ("", "empty"),
