@@ -5,7 +5,7 @@
 //! group per tree vertex, level by level (PUs, cores, caches, packages/nodes, machine), the
 //! communication between groups being the sum over their members; the finished group tree is then
 //! laid onto the hardware tree top-down. They differ in how one level's groups are formed.
-//! Locality also computes the top-down recursive bisection of `bisect.rs` and keeps the
+//! Locality also computes the top-down recursive bisection of `bisect` and keeps the
 //! cheaper of the two (above `GROUPING_MAX` tasks without a hub, only the bisection).
 //!
 //! Counts: with `n ≤ P` tasks the `P - n` missing ones are dummies without communication, which the
@@ -784,7 +784,7 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// every level; never worse than the identity. Counts: see the module documentation.
 ///
 /// Two candidates are computed and the cheaper one (by the same hop cost) kept: the bottom-up
-/// TreeMatch-style grouping, and the top-down dual recursive bipartitioning of `bisect.rs`,
+/// TreeMatch-style grouping, and the top-down dual recursive bipartitioning of `bisect`,
 /// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
 /// Ties keep the grouping's result. Above `GROUPING_MAX` (256) tasks the grouping is computed only
 /// when some task communicates with all others (`has_hub`).
