@@ -1,4 +1,4 @@
-//! CSV trace reading (numaff_behave::trace) and MPI message traces (numaff_behave::messages, with
+//! CSV trace reading (numaff_behave::tracefile) and MPI message traces (numaff_behave::messages, with
 //! their analysis) on arbitrary bytes: errors, never a panic.
 #![no_main]
 

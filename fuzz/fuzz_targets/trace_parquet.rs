@@ -1,4 +1,4 @@
-//! Parquet trace reading (numaff_behave::trace) on arbitrary bytes: errors, never a panic.
+//! Parquet trace reading (numaff_behave::tracefile) on arbitrary bytes: errors, never a panic.
 //!
 //! Runs under libFuzzer's default limits (2 GB resident, and per allocation): a file that makes
 //! the reader reserve or touch gigabytes is a finding (crates/behave/tests/fixtures/parquet-*).

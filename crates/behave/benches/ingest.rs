@@ -1,4 +1,4 @@
-//! Samples per second into the NUMA table and the sharing table on one core (issue 5 goal ≥ 50 M/s;
+//! Samples per second into the NUMA table and the sharing table on one core (goal ≥ 50 M/s;
 //! kMAF's in-kernel update took about 385 ns per sample, 000 Table 5).
 
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};

@@ -1,4 +1,4 @@
-//! CPU time of `analyze_samples` on 2 Mi in-memory samples (issue 5: ingest speed, end to end):
+//! CPU time of `analyze_samples` on 2 Mi in-memory samples (ingest speed, end to end):
 //! `cargo run --release -p numaff-behave --example analyze_speed [faults|loads]`.
 
 use numaff_behave::analyze::{analyze_samples, AnalyzeConfig};

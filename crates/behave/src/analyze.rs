@@ -40,7 +40,7 @@ use crate::ingest::{TableSample, Tables, NO_THREAD};
 use crate::numa_table::{exclusivity, NumaTableConfig};
 use crate::sample::{Kind, Sample, TraceMeta};
 use crate::sharing::SharingTableConfig;
-use crate::trace::{TraceError, TraceReader};
+use crate::tracefile::{TraceError, TraceReader};
 
 /// Equal-width time bins of the trace's span that events are counted in (the points the clustering
 /// works on, and the bars of the events-over-time figure).
@@ -549,7 +549,7 @@ where
     let mut first_touch = vec![0u64; nodes];
     let mut ev = EventStats::new(t, sc.start, sc.end, cfg.interval_ns, cfg.groups);
     let mut samples_per_node = vec![0u64; nodes];
-    // Each batch of samples goes through the tables' batch path (issue 5: ingest speed) in the
+    // Each batch of samples goes through the tables' batch path (for ingest speed) in the
     // samples' order; `side` keeps what else a sample's results need (time, task, node).
     let mut input: Vec<TableSample> = Vec::new();
     let mut side: Vec<(u64, usize, usize)> = Vec::new();
@@ -859,7 +859,7 @@ mod tests {
 
     #[test]
     #[allow(clippy::needless_range_loop)] // (i, j) cells of a matrix
-    fn issue5_neighbour_pairs_and_three_bursts_are_recovered() {
+    fn neighbour_pairs_and_three_bursts_are_recovered() {
         let a = analyze_samples(
             &neighbour_trace(),
             &TraceMeta::default(),
@@ -931,7 +931,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_table_memory_is_bounded_by_the_config_and_reported() {
+    fn table_memory_is_bounded_by_the_config_and_reported() {
         let f = |i: u64| Sample {
             time_ns: i,
             pid: 1,
@@ -1001,7 +1001,7 @@ mod tests {
     /// `NumaTable::record` per sample (kMAF's semantics), whatever the batch sizes of the trace
     /// (also beyond `TABLE_BATCH`, which splits a batch into parts).
     #[test]
-    fn issue5_analyze_batches_equal_per_sample_tables() {
+    fn analyze_batches_equal_per_sample_tables() {
         use crate::numa_table::NumaTable;
         use crate::sharing::{SharingMatrix, SharingTable};
         let mut x = 0x51_7cc1_b727_220au64;
@@ -1119,7 +1119,7 @@ mod tests {
     /// DeLocProf's groups (002 §3.3.2): two phases of messages, a ring then pairs (i, i+4), give
     /// two clusters whose groups hold exactly the pairs of their phase with their bytes.
     #[test]
-    fn issue6_groups_of_concurrent_pairs_follow_the_clusters() {
+    fn groups_of_concurrent_pairs_follow_the_clusters() {
         let mut m = Vec::new();
         for k in 0..10u64 {
             for i in 0..8usize {

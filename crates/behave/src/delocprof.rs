@@ -393,7 +393,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_kmeans_bic_finds_three_bursts() {
+    fn kmeans_bic_finds_three_bursts() {
         let mut seed = 7;
         let mut times = Vec::new();
         for centre in [1_000_000u64, 5_000_000, 9_000_000] {
@@ -413,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_kmeans_bic_finds_one_cluster_in_uniform_noise() {
+    fn kmeans_bic_finds_one_cluster_in_uniform_noise() {
         let mut seed = 11;
         let times: Vec<u64> = (0..1200).map(|_| (lcg(&mut seed) * 1e7) as u64).collect();
         let weights = vec![1.0; times.len()];
@@ -422,7 +422,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_weights_count_as_events() {
+    fn weights_count_as_events() {
         // Four timestamps with 500 events each; two of them 100 ns apart, under the 1 µs resolution:
         // three bursts.
         let times = [100, 5_000_000, 5_000_100, 9_000_000];
@@ -434,7 +434,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_thread_events_are_write_then_read_by_another_thread() {
+    fn thread_events_are_write_then_read_by_another_thread() {
         let mut d = ThreadCommDetector::new(64);
         assert_eq!(d.access(1, 0, 0x1000, false), None, "read before any write");
         assert_eq!(d.access(2, 0, 0x1000, true), None);
@@ -457,7 +457,7 @@ mod tests {
 
     /// No communication is Lcomm +0.0, not -0.0 (an empty trace printed "-0 B" and `-0.0` in JSON).
     #[test]
-    fn issue5_lcomm_of_nothing_is_positive_zero() {
+    fn lcomm_of_nothing_is_positive_zero() {
         for m in [vec![], vec![vec![]], vec![vec![0.0, 0.0], vec![0.0, 0.0]]] {
             let l = lcomm(&m);
             assert!(l == 0.0 && l.is_sign_positive(), "{m:?}: {l:?}");
@@ -471,7 +471,7 @@ mod tests {
     /// ((7/12)² + (5/12)² + (1/6)²)/3 = (49+25+4)/144/3 = 78/432; row 2 mean 1/12 →
     /// ((1/12)²·2 + (1/6)²)/3 = (2/144 + 4/144)/3 = 6/432. CommLoc = (96 + 78 + 6)/432/3 = 180/1296.
     #[test]
-    fn issue5_metrics_by_hand() {
+    fn metrics_match_a_hand_computation() {
         let ev = |t, from, to, bytes| CommEvent {
             time_ns: t,
             from,
@@ -508,7 +508,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_decision_tree() {
+    fn decision_tree_picks_the_policy() {
         let th = ClassThresholds::default();
         let base = Metrics {
             Lcomm: 1.0,

@@ -155,7 +155,7 @@ mod tests {
     /// `NumaTable::record` and `SharingTable::record` after another (Fig. 3 semantics), also when
     /// the NUMA table fills up and with nodes out of range.
     #[test]
-    fn issue5_tables_record_batch_equals_records() {
+    fn tables_record_batch_equals_records() {
         let mut samples = stream(20_000, 6);
         samples[7].node = 9; // out of range: dropped
         let numa = NumaTableConfig::new(4, 4096); // 8 chunks: fills up
@@ -220,7 +220,7 @@ mod tests {
     /// kMAF Fig. 3 through the fused path: T3 accesses a block last accessed by T0 (MRU) and T2
     /// (LRU), shares with both, and becomes MRU with T0 as LRU.
     #[test]
-    fn issue5_tables_fig3() {
+    fn tables_reproduce_kmaf_fig3() {
         let mut t = Tables::new(
             NumaTableConfig::new(2, 1 << 20),
             SharingTableConfig::default(),

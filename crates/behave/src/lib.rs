@@ -10,10 +10,10 @@ pub mod parquet_pages;
 pub mod perf_script;
 pub mod sample;
 pub mod sharing;
-pub mod trace;
+pub mod tracefile;
 
 pub use ingest::{Recorded, TableSample, Tables, NO_THREAD};
 pub use numa_table::{NumaTable, NumaTableConfig};
 pub use sample::{DataSource, Kind, Sample, TraceMeta};
 pub use sharing::{SharingMatrix, SharingTable, SharingTableConfig};
-pub use trace::{TraceError, TraceReader, TraceWriter};
+pub use tracefile::{TraceError, TraceReader, TraceWriter};

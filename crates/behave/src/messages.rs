@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use crate::delocprof::CommEvent;
-use crate::trace::{parse_int, read_csv_line, skip_csv_line, split_csv, TraceError};
+use crate::tracefile::{parse_int, read_csv_line, skip_csv_line, split_csv, TraceError};
 
 /// The columns of a message trace.
 pub const COLUMNS: [&str; 4] = ["time_ns", "sender", "receiver", "bytes"];
@@ -151,7 +151,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_reads_messages_in_any_column_order() {
+    fn reads_messages_in_any_column_order() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = write(
             dir.path(),
@@ -180,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_bad_message_traces_name_the_line() {
+    fn bad_message_traces_name_the_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let cases = [
             ("", "empty"),

@@ -54,7 +54,7 @@ impl NumaTableConfig {
 /// The NUMA vectors of the pages sampled so far, keyed by page index (address >> log2(page size),
 /// eq. 1). Counters saturate at 255, as kMAF's 1-byte elements do.
 ///
-/// Layout (for speed, issue 5: tens of millions of samples per second on one core): the vectors of
+/// Layout (for speed: tens of millions of samples per second on one core): the vectors of
 /// a chunk of 512 consecutive pages are contiguous in one flat array; a chunk id is found through a
 /// two-level direct-mapped index (8192 × 8192 slots, second levels allocated on first use, 32 KiB
 /// each, covering 16 GiB of address space each), with a hash map only for chunk ids beyond it.
@@ -319,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_direct_index_and_far_chunks_agree() {
+    fn direct_index_and_far_chunks_agree() {
         let mut t = NumaTable::new(NumaTableConfig::new(2, 1 << 20));
         // A page in the direct-mapped range, one far beyond it (57-bit address space), page 0.
         let near = 0x7f00_1234_5678u64 >> 12;

@@ -413,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_the_walk_checks_every_page_the_crate_reads() {
+    fn the_walk_checks_every_page_the_crate_reads() {
         let file = many_pages();
         let reader = SerializedFileReader::new(file.clone()).expect("reader");
         let mut crate_pages = 0u64;
@@ -432,7 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_a_page_claiming_more_than_snappy_can_produce_is_found_in_any_row_group() {
+    fn a_page_claiming_more_than_snappy_can_produce_is_found_in_any_row_group() {
         let file = many_pages();
         let meta = metadata(&file);
         // The fifth page of the last row group's first column: its header starts with field 1
@@ -522,7 +522,7 @@ mod tests {
     /// is the writer's in every byte but the header.
     fn trace_claiming(claim: i32) -> Vec<u8> {
         use crate::sample::{Kind, Sample};
-        use crate::trace::{schema, to_record_batch};
+        use crate::tracefile::{schema, to_record_batch};
         use parquet::basic::Encoding;
         let samples: Vec<Sample> = (0..4_000u64)
             .map(|i| Sample {
@@ -589,8 +589,8 @@ mod tests {
     /// again. Claiming the true size reads back as the writer wrote it, so the rewrite is
     /// faithful; claiming 1.9 GB is caught before the crate decodes the page.
     #[test]
-    fn issue5_a_rewritten_page_header_reads_back_and_a_false_claim_is_caught() {
-        use crate::trace::TraceReader;
+    fn a_rewritten_page_header_reads_back_and_a_false_claim_is_caught() {
+        use crate::tracefile::TraceReader;
         use std::path::Path;
         let honest = trace_claiming(4_000 * 8);
         let read = TraceReader::from_parquet_bytes(Path::new("honest.parquet"), honest)
@@ -661,7 +661,7 @@ mod tests {
     /// The `kind` column's dictionary (3 strings, ~27 bytes) in the second row group made to
     /// claim 63 values: 63 BYTE_ARRAYs take at least 252 bytes.
     #[test]
-    fn issue5_a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_found() {
+    fn a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_found() {
         let file = many_pages();
         let meta = metadata(&file);
         let column = meta.row_groups()[1].column(1);

@@ -33,7 +33,7 @@ use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use crate::sample::shorten;
-use crate::trace::{TraceError, BATCH_ROWS};
+use crate::tracefile::{TraceError, BATCH_ROWS};
 use crate::{DataSource, Kind, Sample};
 
 /// The longest line accepted (perf's symbol names can be long; a binary file has no newlines).
@@ -441,7 +441,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_page_fault_line_with_pid_tid_cpu_time_event_addr() {
+    fn parses_page_fault_line_with_pid_tid_cpu_time_event_addr() {
         let p =
             ok("              pf 19098/19102 [001] 10868.447952: page-faults:u:     7f26dc0b4000");
         assert_eq!(p.comm, "pf");
@@ -454,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_ns_time_period_and_tid_only() {
+    fn parses_ns_time_period_and_tid_only() {
         // `--ns` prints 9 digits; without -F pid only the tid is printed (pid recorded as 0).
         let s =
             ok("pf 19102 [001] 10868.447952950:          1 page-faults:u:     7f26dc0b4000").sample;
@@ -464,7 +464,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_comm_with_spaces_is_the_thread_name() {
+    fn comm_with_spaces_is_the_thread_name() {
         let p = ok("Web Content 77/78 [003] 1.000001: page-faults: 0x1000");
         assert_eq!(p.comm, "Web Content");
         assert_eq!((p.sample.tid, p.sample.cpu, p.sample.addr), (78, 3, 0x1000));
@@ -472,7 +472,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_mem_load_with_data_src_and_weight() {
+    fn parses_mem_load_with_data_src_and_weight() {
         // data_src 0x68100142: op LOAD, lvl HIT|L1, snoop NONE, TLB L1/L2 hit.
         let p = ok("a.out 812/813 [002] 91.123456: cpu/mem-loads,ldlat=30/P:     7ffd0a10 \
                     68100142 |OP LOAD|LVL L1 hit|SNP None|TLB L1 or L2 hit|LCK No|BLK  N/A        45");
@@ -484,7 +484,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_default_perf_mem_output_ignores_ip_sym_dso_after_data_src() {
+    fn default_perf_mem_output_ignores_ip_sym_dso_after_data_src() {
         // `perf script` with no -F on `perf mem record` data: period, then addr, data_src, weight,
         // then ip, symbol and dso (ignored). data_src: op STORE (4), lvl HIT|LOC_RAM (0x82 << 5).
         let src = 0x4 | (0x82 << 5);
@@ -500,7 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_data_src_not_available_keeps_the_event_kind() {
+    fn data_src_not_available_keeps_the_event_kind() {
         // What `perf script -F ...,data_src,weight` prints for a page-fault event here.
         let s = ok("pf 19727/19734 [000] 10877.809100: page-faults:u:     7faebde20000      \
                     1e05080021 |OP N/A|LVL N/A or N/A|SNP N/A|TLB N/A|LCK N/A|BLK  N/A               0")
@@ -511,7 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_data_src_levels() {
+    fn data_src_levels_map_to_data_sources() {
         let lvl = |l: u64| 0x2 | (l << 5);
         assert_eq!(
             decode_data_src(lvl(0x102)),
@@ -535,7 +535,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_kind_from_event_name() {
+    fn kind_follows_the_event_name() {
         let s = ok("x 1/2 [0] 1.5: mem-stores: 10").sample;
         assert_eq!(s.kind, Kind::Store);
         assert_eq!(s.time_ns, 1_500_000_000);
@@ -550,7 +550,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_bad_lines_say_what_is_wrong() {
+    fn bad_lines_say_what_is_wrong() {
         assert!(err("hello world").contains("no time field"));
         assert!(err("pf 1/2 10.5: page-faults: 1000").contains("no [CPU] field"));
         assert!(err("[001] 10.5: page-faults: 1000").contains("no thread id"));
@@ -569,7 +569,7 @@ mod tests {
     }
 
     #[test]
-    fn issue5_reader_fills_nodes_names_and_reports_line_numbers() {
+    fn reader_fills_nodes_names_and_reports_line_numbers() {
         let text = "# perf script --header\n\
                     \n\
                     a 1/1 [0] 1.000001: page-faults: 1000\n\

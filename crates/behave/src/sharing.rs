@@ -52,7 +52,7 @@ pub(crate) fn prefetch<T>(value: &T) {
 
 /// Asks Linux to back the (not yet touched) buffer of `v` with transparent huge pages where it
 /// covers whole 2 MiB pages: random accesses to a table of megabytes then miss the TLB far less
-/// (issue 5: ingest speed). A hint only; nothing happens where THP is off or on other systems.
+/// (for ingest speed). A hint only; nothing happens where THP is off or on other systems.
 fn advise_huge_pages<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
@@ -321,7 +321,7 @@ mod tests {
 
     /// kMAF Fig. 3: thread 3 (on node 1) faults in a block last accessed by T0 (MRU) and T2 (LRU).
     #[test]
-    fn issue5_kmaf_fig3_update_is_exact() {
+    fn kmaf_fig3_update_is_exact() {
         let mut table = SharingTable::new(SharingTableConfig::default());
         let mut matrix = SharingMatrix::new();
         let addr = 0x7f00_0000_1040;
@@ -359,7 +359,7 @@ mod tests {
     /// The batch path gives the same table and matrix as one `record` after another (the Fig. 3
     /// semantics hold for it too).
     #[test]
-    fn issue5_record_batch_equals_records() {
+    fn record_batch_equals_records() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let accesses: Vec<(u16, u64)> = (0..5000)
             .map(|_| {

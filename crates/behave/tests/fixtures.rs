@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use numaff_behave::trace::write_trace;
+use numaff_behave::tracefile::write_trace;
 use numaff_behave::{DataSource, Kind, Sample, TraceMeta, TraceReader};
 
 fn samples() -> Vec<Sample> {
@@ -105,7 +105,7 @@ fn a_file_on_which_the_parquet_crate_panics_is_an_error() {
 /// up to 59.3 reserved the declared length (4.4 GB) before reading an element; 60 bounds a list
 /// by the bytes left (apache/arrow-rs#10979), so the read fails at once with an error.
 #[test]
-fn issue5_a_footer_declaring_a_huge_list_is_an_error() {
+fn a_footer_declaring_a_huge_list_is_an_error() {
     refusal("parquet-footer-4gib-list.parquet", "corrupt");
 }
 
@@ -114,7 +114,7 @@ fn issue5_a_footer_declaring_a_huge_list_is_an_error() {
 /// for them and Linux refused, which aborts the process ("memory allocation of 206158430112 bytes
 /// failed": numaff analyze died with SIGABRT). parquet 60 rejects the list; numaff reports it.
 #[test]
-fn issue5_a_footer_declaring_more_than_memory_is_an_error_not_an_abort() {
+fn a_footer_declaring_more_than_memory_is_an_error_not_an_abort() {
     refusal("parquet-footer-2g-schema-list.parquet", "corrupt");
 }
 
@@ -125,7 +125,7 @@ fn issue5_a_footer_declaring_more_than_memory_is_an_error_not_an_abort() {
 /// `trace_claiming` in parquet_pages.rs); numaff's page check rejects the page before the crate
 /// decodes it.
 #[test]
-fn issue5_a_page_claiming_more_than_snappy_can_produce_is_an_error_without_the_memory() {
+fn a_page_claiming_more_than_snappy_can_produce_is_an_error_without_the_memory() {
     let (msg, grown, _) = refusal(
         "parquet-page-claims-2gb.parquet",
         "corrupt (parquet alone reads its 4,000 rows, after zero-filling 1.9 GB)",
@@ -139,7 +139,7 @@ fn issue5_a_page_claiming_more_than_snappy_can_produce_is_an_error_without_the_m
 /// offsets itself and leaves the chunk to the crate, whose panic numaff's reader turns into an
 /// error naming the file.
 #[test]
-fn issue5_a_column_chunk_at_a_negative_offset_is_an_error() {
+fn a_column_chunk_at_a_negative_offset_is_an_error() {
     refusal("parquet-negative-chunk-offset.parquet", "corrupt");
 }
 
@@ -147,7 +147,7 @@ fn issue5_a_column_chunk_at_a_negative_offset_is_an_error() {
 /// bytes. parquet sizes the dictionary from the claim and zero-fills it (2 GB) before decoding a
 /// value; numaff's page check rejects a dictionary page claiming more values than its bytes hold.
 #[test]
-fn issue5_a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_an_error() {
+fn a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_an_error() {
     let (msg, grown, _) = refusal("parquet-dictionary-claims-2gb.parquet", "corrupt");
     assert!(msg.contains("the dictionary page claims"), "{msg}");
     assert_small_growth(grown);
@@ -158,7 +158,7 @@ fn issue5_a_dictionary_page_claiming_more_values_than_its_bytes_hold_is_an_error
 /// left) skipped them one by one: 65 s on this 3 KB file in the fuzzer's build. numaff's page
 /// check refuses a header that does not parse within its column chunk, at once.
 #[test]
-fn issue5_a_page_header_that_runs_past_its_chunk_is_an_error_at_once() {
+fn a_page_header_that_runs_past_its_chunk_is_an_error_at_once() {
     let (msg, _, took) = refusal("parquet-page-header-slow-list.parquet", "corrupt");
     assert!(msg.contains("page header"), "{msg}");
     assert!(took.as_secs_f64() < 5.0, "took {took:?}");

@@ -24,7 +24,7 @@ fn read(name: &str, node_of_cpu: Vec<u32>) -> (Vec<Sample>, BTreeMap<u32, String
 }
 
 #[test]
-fn issue5_real_page_fault_recording_imports_every_line() {
+fn real_page_fault_recording_imports_every_line() {
     let (s, names) = read("perf-script-page-faults.txt", vec![0, 1]);
     assert_eq!(s.len(), 184);
     let mut per_tid: BTreeMap<u32, usize> = BTreeMap::new();
@@ -44,7 +44,7 @@ fn issue5_real_page_fault_recording_imports_every_line() {
 }
 
 #[test]
-fn issue5_hand_written_perf_mem_file_gives_kinds_sources_and_communication() {
+fn hand_written_perf_mem_file_gives_kinds_sources_and_communication() {
     let (s, names) = read("perf-script-mem.txt", vec![0, 0, 1, 1]);
     assert_eq!(s.len(), 12);
     let kinds: Vec<Kind> = s.iter().map(|x| x.kind).collect();

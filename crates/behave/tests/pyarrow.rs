@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::process::{Command, Output};
 
 use numaff_behave::parquet_pages::check_pages;
-use numaff_behave::trace::write_trace;
+use numaff_behave::tracefile::write_trace;
 use numaff_behave::{DataSource, Kind, Sample, TraceMeta};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
@@ -42,7 +42,7 @@ print(json.dumps({
 "#;
 
 #[test]
-fn issue5_pyarrow_reads_a_written_trace() {
+fn pyarrow_reads_a_written_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.parquet");
     let samples: Vec<Sample> = (0..1000u64)
@@ -132,7 +132,7 @@ for i, (v2, crc, dic, stats, codec) in enumerate([
 /// numaff's page-header check (parquet_pages.rs) accepts what pyarrow writes, in every layout
 /// above: the rows read back.
 #[test]
-fn issue5_numaff_reads_traces_pyarrow_writes_in_every_page_layout() {
+fn numaff_reads_traces_pyarrow_writes_in_every_page_layout() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = python(WRITE_SCRIPT, dir.path().as_os_str());
     let paths: Vec<String> = String::from_utf8_lossy(&out.stdout)

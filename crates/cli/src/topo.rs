@@ -8,7 +8,7 @@ use clap::Args;
 use serde::Serialize;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use numaff_machine::measure::{self, MeasureOptions, Measurement};
+use numaff_machine::hostmeasure::{self, MeasureOptions, Measurement};
 use numaff_machine::{catalog, file, render, spec, Machine};
 
 #[derive(Args)]
@@ -123,7 +123,7 @@ fn run_measure(machine: &Machine, args: &TopoArgs) -> Result<Measurement> {
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
-    let result = measure::measure(machine, &opts, &mut |p| {
+    let result = hostmeasure::measure(machine, &opts, &mut |p| {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);
         if !p.finished {
@@ -152,7 +152,7 @@ fn print_measurement(m: &Measurement) {
             .join(", ")
     );
     let ids = &m.nodes;
-    let spread = |s: &Vec<Vec<measure::Spread>>| -> Vec<Vec<f64>> {
+    let spread = |s: &Vec<Vec<hostmeasure::Spread>>| -> Vec<Vec<f64>> {
         s.iter()
             .map(|r| r.iter().map(|c| c.max - c.min).collect())
             .collect()

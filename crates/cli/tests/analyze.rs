@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use assert_cmd::cargo::CommandCargoExt;
-use numaff_behave::trace::write_trace;
+use numaff_behave::tracefile::write_trace;
 use numaff_behave::{Kind, Sample, TraceMeta};
 
 /// 8 threads; thread i stores 50 lines per burst that thread i+1 (mod 8) then loads; three bursts
@@ -399,7 +399,7 @@ fn analyze_of_mpi_messages_gives_their_bytes_and_phases() {
 /// its samples: the analysis holds a batch of rows and its tables, never the whole trace.
 #[test]
 fn analyze_streams_a_trace_larger_than_its_memory() {
-    use numaff_behave::trace::TraceWriter;
+    use numaff_behave::tracefile::TraceWriter;
     use std::os::unix::process::ExitStatusExt;
     const N: u64 = 3_000_000;
     let dir = tempfile::tempdir().unwrap();

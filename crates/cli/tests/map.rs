@@ -342,7 +342,7 @@ fn map_from_a_trace_maps_its_ring_and_names_the_trace() {
         ..Default::default()
     };
     let trace = dir.path().join("ring.parquet");
-    numaff_behave::trace::write_trace(&trace, &meta, &samples).unwrap();
+    numaff_behave::tracefile::write_trace(&trace, &meta, &samples).unwrap();
     let saved = dir.path().join("ring.toml");
     let out = numaff()
         .args([
@@ -447,7 +447,7 @@ fn map_from_a_trace_maps_its_ring_and_names_the_trace() {
     );
     // An empty trace is a clear error.
     let empty = dir.path().join("empty.parquet");
-    numaff_behave::trace::write_trace(&empty, &meta, &[]).unwrap();
+    numaff_behave::tracefile::write_trace(&empty, &meta, &[]).unwrap();
     numaff()
         .args(["map", "--algo", "locality", "--trace"])
         .arg(&empty)

@@ -180,7 +180,7 @@ start_ns = 5000
 /// `--trace` replays a recorded trace (here a CSV one written by numaff_behave) thread by thread.
 #[test]
 fn sim_replays_a_recorded_trace() {
-    use numaff_behave::{trace, Kind, Sample, TraceMeta};
+    use numaff_behave::{tracefile, Kind, Sample, TraceMeta};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rec.csv");
     let samples: Vec<Sample> = (0..40u64)
@@ -196,7 +196,7 @@ fn sim_replays_a_recorded_trace() {
             data_source: None,
         })
         .collect();
-    trace::write_trace(&path, &TraceMeta::default(), &samples).unwrap();
+    tracefile::write_trace(&path, &TraceMeta::default(), &samples).unwrap();
     let v = json(&[
         "sim",
         "--machine",

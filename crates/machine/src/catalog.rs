@@ -116,7 +116,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue2_catalog_unknown_name_lists_known_ones() {
+    fn unknown_name_lists_known_ones() {
         let err = load("no-such-box").unwrap_err();
         assert!(matches!(err, MachineError::Spec(_)), "{err:?}");
         let msg = err.to_string();
@@ -127,7 +127,7 @@ mod tests {
     }
 
     #[test]
-    fn issue2_catalog_names_are_unique_and_match_files() {
+    fn names_are_unique_and_match_files() {
         let mut seen = names();
         seen.sort_unstable();
         seen.dedup();

@@ -5,9 +5,9 @@ pub mod catalog;
 pub mod cpuset;
 pub mod error;
 pub mod file;
+pub mod hostmeasure;
 #[cfg(feature = "hwloc")]
 pub mod hwloc;
-pub mod measure;
 pub mod model;
 pub mod render;
 pub mod spec;

@@ -188,7 +188,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 #[test]
-fn issue2_catalog_every_machine_loads_and_validates() {
+fn every_machine_loads_and_validates() {
     assert_eq!(catalog::names().len(), 12);
     for e in catalog::entries() {
         let m = catalog::load(e.name).unwrap_or_else(|err| panic!("{err}"));
@@ -216,7 +216,7 @@ fn issue2_catalog_every_machine_loads_and_validates() {
 }
 
 #[test]
-fn issue2_catalog_round_trip_is_lossless() {
+fn round_trip_is_lossless() {
     for e in catalog::entries() {
         let m = e.load().unwrap();
         let text = to_toml_string(&m).unwrap();
@@ -236,7 +236,7 @@ fn issue2_catalog_round_trip_is_lossless() {
 }
 
 #[test]
-fn issue2_catalog_counts_memory_and_caches_match_the_papers() {
+fn counts_memory_and_caches_match_the_papers() {
     assert_eq!(
         EXPECT.iter().map(|x| x.name).collect::<Vec<_>>(),
         catalog::names()
@@ -267,7 +267,7 @@ fn issue2_catalog_counts_memory_and_caches_match_the_papers() {
 }
 
 #[test]
-fn issue2_catalog_numa_factor_matches_the_papers() {
+fn numa_factor_matches_the_papers() {
     for x in EXPECT {
         let m = catalog::load(x.name).unwrap();
         let f = m.numa_factor().unwrap();
@@ -318,7 +318,7 @@ fn bandwidth_loss(b: &[Vec<f64>]) -> f64 {
 }
 
 #[test]
-fn issue2_catalog_laso_matrices_are_the_papers_tables() {
+fn laso_matrices_are_the_papers_tables() {
     // 001 Table 2 (Server HPL).
     let hpl = catalog::load("laso-hpl").unwrap();
     let (lat, bw) = matrices(&hpl);
@@ -368,7 +368,7 @@ fn issue2_catalog_laso_matrices_are_the_papers_tables() {
 }
 
 #[test]
-fn issue2_catalog_interconnects_match_the_papers() {
+fn interconnects_match_the_papers() {
     // 004 §4: three HyperTransport links per node except nodes 0 and 1; two NUMAlink per node.
     let m = catalog::load("minas-opteron").unwrap();
     assert_eq!(m.links_per_node(), Some(vec![2, 2, 3, 3, 3, 3, 3, 3]));
@@ -387,7 +387,7 @@ fn issue2_catalog_interconnects_match_the_papers() {
 }
 
 #[test]
-fn issue2_catalog_smt_numbering_follows_the_kernel() {
+fn smt_numbering_follows_the_kernel() {
     // First threads of all cores first, then their siblings.
     for (name, per_core) in [
         ("kmaf-xeon", 2),

@@ -112,7 +112,7 @@ fn check_4node_shape(m: &Machine) {
 }
 
 #[test]
-fn issue2_sysfs_2node_fixture() {
+fn sysfs_reads_the_2node_fixture() {
     let m = sysfs::discover_from(&fixture("sysfs-2node")).unwrap();
     check_2node_shape(&m);
     assert_eq!(m.name, "sysfs-2node");
@@ -125,7 +125,7 @@ fn issue2_sysfs_2node_fixture() {
 /// The coherence protocol follows /proc/cpuinfo's vendor_id: MOESI for AMD, MESIF for Intel,
 /// nothing for a vendor numaff does not know.
 #[test]
-fn issue4_sysfs_coherence_follows_the_cpu_vendor() {
+fn sysfs_coherence_follows_the_cpu_vendor() {
     for (vendor, expected) in [
         ("GenuineIntel", Some(Coherence::Mesif)),
         ("AuthenticAMD", Some(Coherence::Moesi)),
@@ -142,14 +142,14 @@ fn issue4_sysfs_coherence_follows_the_cpu_vendor() {
 }
 
 #[test]
-fn issue2_sysfs_4node_fixture() {
+fn sysfs_reads_the_4node_fixture() {
     let m = sysfs::discover_from(&fixture("sysfs-4node")).unwrap();
     check_4node_shape(&m);
     assert_eq!(m.latency_ns, None);
 }
 
 #[test]
-fn issue2_sysfs_1node_fixture_without_numa_support() {
+fn sysfs_reads_a_1node_fixture_without_numa_support() {
     let m = sysfs::discover_from(&fixture("sysfs-1node")).unwrap();
     let s = m.summary();
     // cpu 8 is offline: it is left out.
@@ -220,7 +220,7 @@ fn broken_2node(file: &str, content: Option<&str>) -> (PathBuf, String) {
 }
 
 #[test]
-fn issue2_sysfs_errors_name_the_file_and_the_problem() {
+fn sysfs_errors_name_the_file_and_the_problem() {
     let cpu = "sys/devices/system/cpu";
     let node = "sys/devices/system/node";
     let (_, m) = broken_2node(&format!("{cpu}/online"), None);
@@ -250,7 +250,7 @@ fn issue2_sysfs_errors_name_the_file_and_the_problem() {
 }
 
 #[test]
-fn issue2_sysfs_inconsistent_tree_is_invalid_not_a_panic() {
+fn sysfs_inconsistent_tree_is_invalid_not_a_panic() {
     // cpu 3 claimed by both nodes: the model's validation names the field.
     let dir = copy_tree("sysfs-2node");
     std::fs::write(
@@ -266,7 +266,7 @@ fn issue2_sysfs_inconsistent_tree_is_invalid_not_a_panic() {
 }
 
 #[test]
-fn issue2_sysfs_discovers_this_machine() {
+fn sysfs_discovers_this_machine() {
     let m = sysfs::discover().unwrap();
     numaff_machine::file::check(&m, "this machine").unwrap();
     let online =
@@ -291,7 +291,7 @@ fn host_pus() -> (usize, usize) {
 }
 
 #[test]
-fn issue2_discover_host_finds_every_pu() {
+fn discover_host_finds_every_pu() {
     let m = numaff_machine::discover_host().unwrap();
     numaff_machine::file::check(&m, "this machine").unwrap();
     let (nproc, online) = host_pus();
@@ -321,7 +321,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_hwloc_2node_xml() {
+    fn hwloc_reads_the_2node_xml() {
         let m = xml("hwloc-2node.xml");
         check_2node_shape(&m);
         assert_eq!(m.name, "hwloc-2node");
@@ -341,7 +341,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_hwloc_memattr_xml_gives_latency_and_bandwidth() {
+    fn hwloc_memattr_xml_gives_latency_and_bandwidth() {
         let m = xml("hwloc-2node-memattr.xml");
         check_2node_shape(&m);
         // Row = node of the initiator, column = node of the memory. The fixture gives initiators as
@@ -369,7 +369,7 @@ mod hwloc {
 
     /// hwloc's CPUVendor gives the protocol when every package names the same vendor.
     #[test]
-    fn issue4_hwloc_coherence_follows_the_packages_vendor() {
+    fn hwloc_coherence_follows_the_packages_vendor() {
         let text = std::fs::read_to_string(fixture("hwloc-4node.xml")).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let load = |xml: String| {
@@ -387,7 +387,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_hwloc_4node_xml() {
+    fn hwloc_reads_the_4node_xml() {
         let m = xml("hwloc-4node.xml");
         check_4node_shape(&m);
         assert_eq!(m.latency_ns, None);
@@ -396,7 +396,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_hwloc_8node_xml() {
+    fn hwloc_reads_the_8node_xml() {
         let m = xml("hwloc-8node.xml");
         let s = m.summary();
         assert_eq!((s.nodes, s.packages, s.cores, s.pus), (8, 4, 16, 16));
@@ -433,17 +433,17 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_hwloc_and_sysfs_agree_on_2_nodes() {
+    fn hwloc_and_sysfs_agree_on_2_nodes() {
         same_model("hwloc-2node.xml", "sysfs-2node");
     }
 
     #[test]
-    fn issue2_hwloc_and_sysfs_agree_on_4_nodes() {
+    fn hwloc_and_sysfs_agree_on_4_nodes() {
         same_model("hwloc-4node.xml", "sysfs-4node");
     }
 
     #[test]
-    fn issue2_discovered_machines_round_trip_through_machine_files() {
+    fn discovered_machines_round_trip_through_machine_files() {
         for name in [
             "hwloc-2node-memattr.xml",
             "hwloc-4node.xml",
@@ -456,7 +456,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_from_xml_str_names_the_machine_after_the_origin() {
+    fn from_xml_str_names_the_machine_after_the_origin() {
         let text = std::fs::read_to_string(fixture("hwloc-8node.xml")).unwrap();
         let m = hwloc::from_xml_str(&text, "eight").unwrap();
         assert_eq!(m.name, "eight");
@@ -464,7 +464,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_from_synthetic_pack4_core8_pu2() {
+    fn hwloc_synthetic_pack4_core8_pu2_builds_the_tree() {
         let m = hwloc::from_synthetic("pack:4 core:8 pu:2").unwrap();
         assert_eq!(m.pu_count(), 64);
         assert_eq!(m.core_count(), 32);
@@ -477,7 +477,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_from_synthetic_with_attributes() {
+    fn hwloc_synthetic_with_attributes_keeps_them() {
         let m = hwloc::from_synthetic("pack:2 numa:2(memory=3GiB) l3:1(size=12MiB) core:3 pu:1")
             .unwrap();
         assert_eq!(m.nodes.len(), 4);
@@ -486,7 +486,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_memory_only_nodes_get_no_cpus() {
+    fn memory_only_nodes_get_no_cpus() {
         // KNL-like: each package has a DRAM node and a small second node (MCDRAM) with the same
         // locality. hwloc gives both the package's cpuset; the kernel lists the cpus under one.
         let m = hwloc::from_synthetic("pack:2 [numa(memory=4GiB)] [numa(memory=1GiB)] core:2 pu:1")
@@ -499,7 +499,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_bad_synthetic_descriptions_give_clear_errors() {
+    fn bad_synthetic_descriptions_give_clear_errors() {
         for (desc, hint) in [
             ("pack:4 core:x pu:2", "\"core:x\" has no number"),
             ("", "empty"),
@@ -519,7 +519,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_bad_xml_gives_clear_errors() {
+    fn bad_xml_gives_clear_errors() {
         let err = hwloc::from_xml_str("<topology>", "broken.xml").unwrap_err();
         let message = err.to_string();
         assert!(matches!(err, MachineError::Hwloc { .. }), "{message}");
@@ -533,7 +533,7 @@ mod hwloc {
     }
 
     #[test]
-    fn issue2_hwloc_discovers_this_machine_like_sysfs() {
+    fn hwloc_discovers_this_machine_like_sysfs() {
         let from_hwloc = hwloc::discover().unwrap();
         let from_sysfs = sysfs::discover().unwrap();
         assert!(from_hwloc

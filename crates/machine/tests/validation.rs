@@ -1,4 +1,4 @@
-//! Issue 2: every validation error of a machine file names the file, the field and the problem.
+//! Machine file validation: every validation error of a machine file names the file, the field and the problem.
 
 use numaff_machine::file::{from_toml_str, load};
 use numaff_machine::MachineError;
@@ -32,13 +32,13 @@ fn error_of(text: &str) -> String {
 }
 
 #[test]
-fn issue2_base_is_valid() {
+fn base_machine_file_is_valid() {
     let m = from_toml_str(BASE, "base.toml").unwrap();
     assert_eq!(m.pu_count(), 4);
 }
 
 #[test]
-fn issue2_cpu_in_two_nodes_names_the_node_field() {
+fn cpu_in_two_nodes_names_the_node_field() {
     let text = BASE.replace("cpus = \"2-3\"", "cpus = \"1-3\"");
     let msg = error_of(&text);
     assert!(msg.starts_with("bad.toml: "), "{msg}");
@@ -49,7 +49,7 @@ fn issue2_cpu_in_two_nodes_names_the_node_field() {
 }
 
 #[test]
-fn issue2_distance_matrix_not_square_names_the_row() {
+fn distance_matrix_not_square_names_the_row() {
     let text = BASE.replace("[[10, 21], [21, 10]]", "[[10, 21], [21]]");
     let msg = error_of(&text);
     assert!(msg.contains("bad.toml"), "{msg}");
@@ -66,7 +66,7 @@ fn issue2_distance_matrix_not_square_names_the_row() {
 }
 
 #[test]
-fn issue2_zero_distance_off_diagonal_names_the_cell() {
+fn zero_distance_off_diagonal_names_the_cell() {
     let text = BASE.replace("[[10, 21], [21, 10]]", "[[10, 0], [21, 10]]");
     let msg = error_of(&text);
     assert!(
@@ -76,14 +76,14 @@ fn issue2_zero_distance_off_diagonal_names_the_cell() {
 }
 
 #[test]
-fn issue2_node_without_memory_names_the_node() {
+fn node_without_memory_names_the_node() {
     let text = BASE.replacen("memory = \"1 GiB\"\ncpus = \"2-3\"", "cpus = \"2-3\"", 1);
     let msg = error_of(&text);
     assert!(msg.contains("node[1]: no memory size"), "{msg}");
 }
 
 #[test]
-fn issue2_negative_bandwidth_names_the_cell() {
+fn negative_bandwidth_names_the_cell() {
     let text = BASE.replace("[10000.0, 5000.0], [5000.0", "[10000.0, -5000.0], [5000.0");
     let msg = error_of(&text);
     assert!(
@@ -93,7 +93,7 @@ fn issue2_negative_bandwidth_names_the_cell() {
 }
 
 #[test]
-fn issue2_unknown_key_is_named_with_its_line() {
+fn unknown_key_is_named_with_its_line() {
     let text = BASE.replace("[[node]]\nid = 0", "[[node]]\nid = 0\nspeed = 3");
     let msg = error_of(&text);
     assert!(msg.starts_with("bad.toml: "), "{msg}");
@@ -104,7 +104,7 @@ fn issue2_unknown_key_is_named_with_its_line() {
 }
 
 #[test]
-fn issue2_all_problems_are_reported_at_once() {
+fn all_problems_are_reported_at_once() {
     let text = BASE
         .replace("cpus = \"2-3\"", "cpus = \"1-3\"")
         .replace("[[10, 21], [21, 10]]", "[[10, 0], [21, 10]]");
@@ -115,7 +115,7 @@ fn issue2_all_problems_are_reported_at_once() {
 }
 
 #[test]
-fn issue2_cpu_without_core_and_core_without_node() {
+fn cpu_without_core_and_core_without_node_are_named() {
     let text = BASE.replace(
         "cores = [\"0\", \"1\", \"2\", \"3\"]",
         "cores = [\"0\", \"1\", \"2\", \"4\"]",
@@ -132,14 +132,14 @@ fn issue2_cpu_without_core_and_core_without_node() {
 }
 
 #[test]
-fn issue2_missing_file_says_which() {
+fn missing_file_says_which() {
     let err = load(std::path::Path::new("/nonexistent/m.toml")).unwrap_err();
     assert!(matches!(err, MachineError::Io { .. }));
     assert!(err.to_string().contains("/nonexistent/m.toml"), "{err}");
 }
 
 #[test]
-fn issue2_bad_values_never_panic() {
+fn bad_values_never_panic() {
     for text in [
         "",
         "name = 3",
@@ -156,7 +156,7 @@ fn issue2_bad_values_never_panic() {
 /// order made loading panic (the nodes' reordering indexed the short matrix); now it is the shape
 /// error every other ragged matrix gets.
 #[test]
-fn issue2_ragged_matrix_with_nodes_out_of_order_is_an_error() {
+fn ragged_matrix_with_nodes_out_of_order_is_an_error() {
     let text = BASE
         .replace("id = 0\nmemory", "id = 9\nmemory")
         .replace("distances = [[10, 21], [21, 10]]", "distances = [[10, 21]]");

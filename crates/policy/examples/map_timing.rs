@@ -1,5 +1,6 @@
 //! Measures how long the communication-aware mappings take for 1024 threads on a 16x4x8x2 synthetic
-//! tree (issue 6 goal: ≤ 5 ms on one core), as the thread's cpu time (best of 5). Run: `cargo run --release -p numaff-policy --example map_timing`.
+//! tree (goal: ≤ 5 ms on one core), as the thread's cpu time (best of 5).
+//! Run: `cargo run --release -p numaff-policy --example map_timing`.
 
 use numaff_policy::quality::hop_cost;
 use numaff_policy::{map, Algorithm, MapInput, Tree};

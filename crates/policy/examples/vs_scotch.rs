@@ -1,5 +1,4 @@
-//! Side-by-side benchmark of numaff's communication-aware mappings with Scotch's static mapper
-//! (issue 6, "Performance — side by side with Scotch").
+//! Side-by-side benchmark of numaff's communication-aware mappings with Scotch's static mapper.
 //!
 //! For every tree, matrix family and size it builds one communication matrix (also with shuffled
 //! thread ids), maps it with numaff's eagermap and locality (through `map()`, tree construction

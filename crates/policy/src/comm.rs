@@ -34,7 +34,7 @@ pub enum CommError {
 /// Next to the `n²` cells it keeps a bitmap of the cells that may hold something other than
 /// `+0.0` (a bit per cell, set when such a value is stored, never cleared: `n² / 8` bytes, 1/64 of
 /// the cells), so that building the sparse graph of a sparse matrix reads only those cells instead
-/// of scanning all of them (issue 6: the ≤ 5 ms goal at 1024 threads).
+/// of scanning all of them (the mapping-time goal: ≤ 5 ms at 1024 threads).
 #[derive(Debug, Clone)]
 pub struct CommMatrix {
     n: usize,

@@ -167,8 +167,8 @@ pub fn delocmap_unchecked(
 }
 
 /// DeLocMap ([`delocmap_unchecked`], 002 §3.3 Algorithm 1), whose result is then compared in hop
-/// cost with the identity and compact mappings, the cheapest being returned: issue 6 asks DeLoc never
-/// to be worse than the identity. This can trade DeLoc's congestion goal for locality on matrices
+/// cost with the identity and compact mappings, the cheapest being returned, so that DeLoc is never
+/// worse than the identity. This can trade DeLoc's congestion goal for locality on matrices
 /// where the identity is already local; call [`delocmap_unchecked`] for the algorithm alone.
 pub fn delocmap(
     tree: &Tree,

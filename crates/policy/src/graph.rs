@@ -358,7 +358,7 @@ mod tests {
     /// `add_pair`, with cells set back to 0.0, set to -0.0 or NaN, read back through
     /// `from_rows`, `from_csv` and `symmetrized`, and for fewer tasks than the matrix has.
     #[test]
-    fn issue6_graph_from_nonzero_bitmap_matches_full_scan() {
+    fn graph_from_nonzero_bitmap_matches_full_scan() {
         let mut rng = SplitMix64::new(66);
         for round in 0..40 {
             let n = [1, 2, 63, 64, 65, 130][round % 6] + rng.below(3);
@@ -405,7 +405,7 @@ mod tests {
     /// not seen yet. Random sparse matrices with asymmetric cells, several components, isolated
     /// dummy vertices; random permutations and the breadth-first order.
     #[test]
-    fn issue6_renumbered_rows_and_bfs_order_as_before() {
+    fn renumbered_rows_and_bfs_order_match_plain_sorts_and_searches() {
         let mut rng = SplitMix64::new(610);
         for round in 0..30 {
             let n = 1 + rng.below(90);

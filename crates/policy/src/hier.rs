@@ -5,7 +5,7 @@
 //! group per tree vertex, level by level (PUs, cores, caches, packages/nodes, machine), the
 //! communication between groups being the sum over their members; the finished group tree is then
 //! laid onto the hardware tree top-down. They differ in how one level's groups are formed.
-//! Locality also computes the top-down recursive bisection of `bisect.rs` and keeps the
+//! Locality also computes the top-down recursive bisection of `bisect` and keeps the
 //! cheaper of the two (above `GROUPING_MAX` tasks without a hub, only the bisection).
 //!
 //! Counts: with `n ≤ P` tasks the `P - n` missing ones are dummies without communication, which the
@@ -87,8 +87,7 @@ pub(crate) fn spread_slots(tree: &Tree, n: usize) -> Vec<usize> {
 /// the first PUs of each child below, as [`slots`] packs them on the machine's first PUs (the
 /// splits below keep whole PUs' worth of tasks together). On 2x12x2 with 256 tasks (16 extra)
 /// each package gets 128 instead of 136 and 120: the 16x16 stencil is halved straight, 16 edges
-/// instead of 17, where [`spread_slots`] halves it straight too but cuts more below (issue 6,
-/// README "Thread mapping performance").
+/// instead of 17, where [`spread_slots`] halves it straight too but cuts more below.
 pub(crate) fn top_spread_slots(tree: &Tree, n: usize) -> Vec<usize> {
     let p = tree.pu_count();
     if n <= p || n.is_multiple_of(p) || tree.depth() == 0 {
@@ -785,7 +784,7 @@ pub fn eagermap(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
 /// every level; never worse than the identity. Counts: see the module documentation.
 ///
 /// Two candidates are computed and the cheaper one (by the same hop cost) kept: the bottom-up
-/// TreeMatch-style grouping, and the top-down dual recursive bipartitioning of `bisect.rs`,
+/// TreeMatch-style grouping, and the top-down dual recursive bipartitioning of `bisect`,
 /// which keeps long chains and stencil blocks together where the greedy grouping fragments them.
 /// Ties keep the grouping's result. Above `GROUPING_MAX` (256) tasks the grouping is computed only
 /// when some task communicates with all others (`has_hub`).
@@ -796,8 +795,8 @@ pub fn locality(tree: &Tree, comm: &CommMatrix, n: usize) -> Placement {
     locality_from(tree, comm, n, None)
 }
 
-/// A mapping is kept when the new one would lower the hop cost by less than this share (issue 6:
-/// stability under matrix noise; a 5 % noise moves the heuristic optimum by about 1 %).
+/// A mapping is kept when the new one would lower the hop cost by less than this share
+/// (stability under matrix noise; a 5 % noise moves the heuristic optimum by about 1 %).
 pub const KEEP_WITHIN: f64 = 0.01;
 
 /// [`locality`] for a program that already runs with `current`: when `current` is a valid
@@ -875,27 +874,28 @@ fn valid_placement(tree: &Tree, p: &Placement, n: usize) -> bool {
     max <= n.div_ceil(pn) && (max <= 1 || count.iter().all(|&c| c > 0))
 }
 
-/// Up to this many tasks, the recursive bisection is computed twice, as it was before (the extra
-/// tasks of `n mod P` on the first PUs, [`slots`], no V-cycle) and with the extra tasks spread
-/// ([`spread_slots`]) and a V-cycle on small coarsened splits (`bisect::vcycle`), and a third time
-/// with the extras spread over the root's children only ([`top_spread_slots`], no V-cycle) where
-/// that differs from both, and the cheapest kept; above, only the first. Measured (README, "Thread mapping performance"): the second
-/// closes the shuffled 2-D stencil rows at 256 threads, but above 256 the V-cycles cost 4 % of
-/// the time at 1024 threads for gains of 0.1-1.4 % in five rows, and the spread slots (with them)
-/// make six 2x12x2 rows at 1024-4096 dearer (2-D 4096 shuffled by 3 %) while 17 get cheaper.
+/// Up to this many tasks, the recursive bisection is computed twice, plain (the extra tasks of
+/// `n mod P` on the first PUs, [`slots`], no V-cycle) and with the extra tasks spread
+/// ([`spread_slots`]) and a V-cycle on small coarsened splits (`bisect::multilevel::vcycle`), and a
+/// third time with the extras spread over the root's children only ([`top_spread_slots`], no
+/// V-cycle) where that differs from both, and the cheapest kept; above, only the first. The second
+/// closes the shuffled 2-D stencil rows of `vs_scotch` at 256 threads, but above 256 the V-cycles
+/// cost 4 % of the time at 1024 threads for gains of 0.1-1.4 % in five rows, and the spread slots
+/// (with them) make six 2x12x2 rows at 1024-4096 dearer (2-D 4096 shuffled by 3 %) while 17 get
+/// cheaper.
 const BOTH_SPLITS: usize = 256;
 
 /// Up to this many tasks, and above it on graphs with a hub ([`has_hub`]), the TreeMatch-style
 /// grouping is computed next to the recursive bisection; above it, without a hub, only the
-/// bisection (issue 6: the ≤ 5 ms goal at 1024 threads; the grouping took 16-19 % of `locality`'s
-/// time there). Measured (README, "Thread mapping performance"): on the 162 rows of `vs_scotch`
-/// the grouping was never the cheaper candidate above 256 tasks but on one master-worker row
-/// (2x12x2, 4096 tasks, shuffled: 0.15 % cheaper); at 64 tasks it still wins on clustered matrices.
+/// bisection (the ≤ 5 ms goal at 1024 threads; the grouping takes 16-19 % of `locality`'s time
+/// there). On the 162 rows of `vs_scotch` the grouping is never the cheaper candidate above 256
+/// tasks but on one master-worker row (2x12x2, 4096 tasks, shuffled: 0.15 % cheaper); at 64 tasks
+/// it still wins on clustered matrices.
 const GROUPING_MAX: usize = 256;
 
 /// Whether one of the first `n` tasks communicates with every other task (a master): there the
-/// bisection's splits into unequal parts keep the hub's edges (`bisect::strip_hubs` needs equal
-/// halves) and the grouping can still win.
+/// bisection's splits into unequal parts keep the hub's edges (`bisect::multilevel::strip_hubs`
+/// needs equal halves) and the grouping can still win.
 fn has_hub(graph: &Graph, n: usize) -> bool {
     n > 2 && (0..n.min(graph.len())).any(|x| graph.row_len(x) + 1 >= n)
 }
@@ -944,7 +944,7 @@ fn locality_graph(tree: &Tree, graph: &Graph, n: usize, sl: &[usize]) -> Placeme
     // Above BOTH_SPLITS tasks, ids that carry no locality (the split of the first half of the
     // ids from the rest cuts about half the weight, as a random split does: shuffled ids) are
     // renumbered in breadth-first order first, so that the bisection's order start and matching
-    // follow the graph (issue 6: shuffled stencils and clusters took 2.5x the time of plain ids).
+    // follow the graph (without it, shuffled stencils and clusters take 2.5x the time of plain ids).
     // Where the breadth-first order does not follow the graph either (an expander: any order's
     // halves cut a large share), the ids are kept.
     let renumber = (n > BOTH_SPLITS && !ids_follow_graph(graph))
@@ -1010,7 +1010,7 @@ mod tests {
     /// Spread slots: n tasks in all, ⌊n/P⌋ or ⌈n/P⌉ per PU, and the vertices of each level (all of
     /// one size on these trees) hold task counts that differ by at most one.
     #[test]
-    fn issue6_spread_slots_even_at_every_level() {
+    fn spread_slots_even_at_every_level() {
         for desc in [
             "pack:2 core:12 pu:2",
             "pack:4 core:8 pu:2",
@@ -1036,7 +1036,7 @@ mod tests {
 
     /// A master (adjacent to every other task) is a hub; a chain and a pair are not.
     #[test]
-    fn issue6_has_hub_finds_masters_only() {
+    fn has_hub_finds_masters_only() {
         let n = 300;
         let mut star = CommMatrix::new(n);
         let mut chain = CommMatrix::new(n);
@@ -1054,9 +1054,9 @@ mod tests {
 
     /// Above [`GROUPING_MAX`] tasks without a hub, locality is the recursive bisection (or the
     /// identity when that is cheaper): on a 1024-task chain over 16x4x8x2 the grouping reaches the
-    /// same cost with another placement, which it used to keep on the tie.
+    /// same cost with another placement, which a tie must not keep.
     #[test]
-    fn issue6_locality_is_the_bisection_above_grouping_max() {
+    fn locality_is_the_bisection_above_grouping_max() {
         let m = numaff_machine::spec::resolve("pack:16 l3:4 core:8 pu:2").unwrap();
         let tree = Tree::from_machine(&m);
         let n = 1024;
@@ -1074,14 +1074,14 @@ mod tests {
         assert_eq!(locality(&tree, &chain, n), expect);
     }
 
-    /// Shuffled ids (issue 6): a 16x8x8 stencil numbered row by row follows its graph and is
+    /// Shuffled ids: a 16x8x8 stencil numbered row by row follows its graph and is
     /// bisected as it is, the same stencil under shuffled ids does not and is renumbered in
     /// breadth-first order (a permutation, the same graph: every renumbered edge is an edge of the
     /// original with its weight); locality's placement of the shuffled stencil over 16x4x8x2 is
     /// the bisection of the renumbered graph, mapped back, and costs no more than the plain one. A
     /// random sparse graph, which no order follows, keeps its ids.
     #[test]
-    fn issue6_shuffled_ids_are_renumbered_breadth_first() {
+    fn shuffled_ids_are_renumbered_breadth_first() {
         let m = numaff_machine::spec::resolve("pack:16 l3:4 core:8 pu:2").unwrap();
         let tree = Tree::from_machine(&m);
         let n = 1024;
@@ -1182,7 +1182,7 @@ mod tests {
     /// tasks, 16 extra) the third candidate halves the grid straight and makes locality strictly
     /// cheaper than the grouping and both earlier bisections.
     #[test]
-    fn issue6_top_spread_slots_close_the_2x12x2_stencil_row() {
+    fn top_spread_slots_close_the_2x12x2_stencil_row() {
         let m = numaff_machine::spec::resolve("pack:2 core:12 pu:2").unwrap();
         let tree = Tree::from_machine(&m);
         let p = tree.pu_count();

@@ -116,7 +116,7 @@ mod tests {
     /// migration; c) three more from N1 (NV = 1,4): migrate to N1; d) nine more from N0 (NV = 10,4):
     /// migrate back to N0 — and not one access earlier.
     #[test]
-    fn issue6_kmaf_table2_locality_filter() {
+    fn kmaf_table2_sequence_allocates_then_migrates_twice() {
         let mut nv = [1u8, 0];
         let mut node = 0u32; // a) first touch
         assert_eq!(exclusivity(&nv), 1.0);
@@ -149,7 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn issue6_kmaf_policy_selection_and_balance() {
+    fn kmaf_policy_selection_and_balance() {
         let p = KmafDataParams::default();
         // 4 nodes: max_Bal = 1.5 / 4 = 37.5 %.
         assert_eq!(choose_policy(&[9, 1, 0, 0], &p), PolicyChoice::Locality);

@@ -1,4 +1,4 @@
-//! Figures that judge a placement (issue 6 item 2): tree hop cost and its latency-weighted variant,
+//! Figures that judge a placement: tree hop cost and its latency-weighted variant,
 //! shares of communication inside a core / cache / node, the busiest tree edge, loads and stability.
 
 use numaff_machine::{CacheKind, Machine};
@@ -21,7 +21,7 @@ pub(crate) fn leaves(tree: &Tree, p: &Placement) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// Hop cost (issue 6): C = Σ_{i<j} w(i,j) · d(pu(i), pu(j)) with w the symmetric pair weight and d
+/// Hop cost: C = Σ_{i<j} w(i,j) · d(pu(i), pu(j)) with w the symmetric pair weight and d
 /// the [`Tree::distance`]. Tasks on PUs unknown to the tree count as at the root distance.
 ///
 /// Computed as `½ Σ_{i≠j} comm[i][j] · d` (d is symmetric), one scan of the matrix in row order.

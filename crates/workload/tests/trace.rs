@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use numaff_behave::{trace, Kind, Sample, TraceMeta};
+use numaff_behave::{tracefile, Kind, Sample, TraceMeta};
 use numaff_machine::catalog as machines;
 use numaff_workload::{run, trace as replay, DataChoice, RunOptions, ThreadPolicy};
 
@@ -34,7 +34,7 @@ fn samples() -> Vec<Sample> {
 fn load(ext: &str) -> numaff_workload::Workload {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("rec.{ext}"));
-    let n = trace::write_trace(&path, &TraceMeta::default(), &samples()).unwrap();
+    let n = tracefile::write_trace(&path, &TraceMeta::default(), &samples()).unwrap();
     assert_eq!(n, 256);
     let m = machines::load("kmaf-sim-4x2").unwrap();
     replay::load(&path, m.frequency_mhz.unwrap() / 1000.0).unwrap()

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use numaff_behave::{Sample, TraceError, TraceWriter};
 
 /// Samples handed to the trace writer at a time (the writer's own batches are as large).
-pub(super) const WRITE_BATCH: usize = numaff_behave::trace::BATCH_ROWS;
+pub(super) const WRITE_BATCH: usize = numaff_behave::tracefile::BATCH_ROWS;
 
 /// Batches of [`WRITE_BATCH`] samples the writer may lag behind (64 × 64 Ki samples, about 250 MiB).
 const QUEUED_BATCHES: usize = 64;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use numaff_machine::measure::{measure, CellKind, MeasureOptions, Progress};
+use numaff_machine::hostmeasure::{measure, CellKind, MeasureOptions, Progress};
 use numaff_machine::{
     validate, Cache, CacheKind, Core, CpuSet, Machine, MachineError, Node, Package,
 };
@@ -104,7 +104,7 @@ fn llc_bytes(m: &Machine) -> u64 {
 }
 
 #[test]
-fn issue2_measure_defaults_are_plausible_on_this_host() {
+fn defaults_are_plausible_on_this_host() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let m = host();
     let opts = MeasureOptions::default();
@@ -146,7 +146,7 @@ fn issue2_measure_defaults_are_plausible_on_this_host() {
 }
 
 #[test]
-fn issue2_measure_small_buffer_quick_run_has_the_shape() {
+fn small_buffer_quick_run_has_the_shape() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut m = host();
     let opts = MeasureOptions {
@@ -215,7 +215,7 @@ fn issue2_measure_small_buffer_quick_run_has_the_shape() {
 }
 
 #[test]
-fn issue2_measure_restores_the_callers_affinity() {
+fn restores_the_callers_affinity() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let m = host();
     let get = || {
@@ -248,7 +248,7 @@ fn issue2_measure_restores_the_callers_affinity() {
 }
 
 #[test]
-fn issue2_measure_bad_options_give_clear_errors() {
+fn bad_options_give_clear_errors() {
     let m = host();
     let run = |opts: MeasureOptions| match measure(&m, &opts, &mut |_| {}) {
         Err(e @ MachineError::Measure(_)) => e.to_string(),
@@ -283,7 +283,7 @@ fn issue2_measure_bad_options_give_clear_errors() {
 }
 
 #[test]
-fn issue2_measure_unknown_memory_node_names_node_and_remedy() {
+fn unknown_memory_node_names_node_and_remedy() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut m = host();
     m.nodes.push(Node {
@@ -303,7 +303,7 @@ fn issue2_measure_unknown_memory_node_names_node_and_remedy() {
 }
 
 #[test]
-fn issue2_measure_buffer_larger_than_memory_is_refused_before_touching_it() {
+fn buffer_larger_than_memory_is_refused_before_touching_it() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let m = host();
     // 1 PiB: refused by the check of the node's available memory (or, without it, by mmap).

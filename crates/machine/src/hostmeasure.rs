@@ -1,5 +1,6 @@
-//! Measures memory latency and read bandwidth between NUMA nodes (`numaff topo --measure`), as Intel
-//! MLC does: a pointer chase for latency, a multi-threaded streaming read for bandwidth.
+//! Measures this host's memory latency and read bandwidth between NUMA nodes (`numaff topo
+//! --measure`), as Intel MLC does: a pointer chase for latency, a multi-threaded streaming read for
+//! bandwidth.
 
 use std::fmt;
 use std::io;
@@ -792,8 +793,8 @@ fn thread_cpu_ns() -> Result<u64> {
 ///
 /// The chase is timed with the thread's cpu time, not the wall clock: on a shared machine the
 /// thread may be preempted by other jobs, and time spent waiting for a cpu is not memory latency
-/// (a stalled load still counts as cpu time). Measured here with other jobs running, wall-clock
-/// timing gave 600 ns and more where the machine's latency is 160-200 ns.
+/// (a stalled load still counts as cpu time). With other jobs running, wall-clock timing gives
+/// 600 ns and more where the machine's latency is 160-200 ns.
 fn latency_ns(buf: &mut Buffer, pu: u32, opts: &MeasureOptions) -> Result<Vec<f64>> {
     pin_to(pu)?;
     let mut p = buf.start as *const usize;
@@ -1097,7 +1098,7 @@ mod tests {
     }
 
     #[test]
-    fn issue2_measure_permutation_is_one_cycle_over_all_slots() {
+    fn chase_permutation_is_one_cycle_over_all_slots() {
         for n in [1, 2, 3, 7, 64, 1000, 4097] {
             for seed in [0, 1, 42, 0xdead_beef] {
                 let p = cyclic_permutation(n, seed);
@@ -1110,7 +1111,7 @@ mod tests {
     }
 
     #[test]
-    fn issue2_measure_chase_in_buffer_visits_every_line_once() {
+    fn chase_in_buffer_visits_every_line_once() {
         let line = 64;
         let mut buf = Buffer::map(64 * 1024, 0).unwrap();
         let base = buf.start as usize;
@@ -1137,7 +1138,7 @@ mod tests {
     }
 
     #[test]
-    fn issue2_measure_sum_and_median() {
+    fn median_and_spread_of_repeats() {
         let v: Vec<usize> = (1..=1003).collect();
         assert_eq!(sum_words(&v), 1003 * 1004 / 2);
         assert_eq!(summarize(vec![3.0, 1.0, 2.0]).0, 2.0);
@@ -1146,7 +1147,7 @@ mod tests {
     }
 
     #[test]
-    fn issue2_measure_default_buffer_rule() {
+    fn default_buffer_follows_the_llc_and_node_memory_rule() {
         use crate::model::{Cache, CacheKind, Node};
         use crate::CpuSet;
         let mut m = Machine::new("t");
@@ -1178,7 +1179,7 @@ mod tests {
     }
 
     #[test]
-    fn issue2_measure_affinity_mask_round_trip() {
+    fn affinity_mask_round_trip() {
         let before = CpuMask::get().unwrap();
         let guard = AffinityGuard::save().unwrap();
         let first = (0..before.0.len() * 64)
