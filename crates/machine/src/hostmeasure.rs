@@ -693,28 +693,10 @@ fn check_placement(buf: &Buffer, node: u32, page_size: u64) -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // The chase.
 
-/// splitmix64 (Steele, Lea, Flood 2014): a small, fast, well-mixed PRNG; enough to shuffle slots.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..n (multiply-shift; the bias is below 2^-32 for the n we use).
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
-
 /// Sattolo's algorithm over the `n` slots `words[0], words[stride], words[2 stride], ...`: leaves in
 /// slot i the index of its successor, and the successors form one single cycle through all slots.
 fn sattolo(words: &mut [usize], stride: usize, n: usize, seed: u64) {
-    let mut rng = SplitMix64(seed);
+    let mut rng = crate::rng::SplitMix64::new(seed);
     for i in 0..n {
         words[i * stride] = i;
     }

@@ -10,6 +10,7 @@ pub mod hostmeasure;
 pub mod hwloc;
 pub mod model;
 pub mod render;
+pub mod rng;
 pub mod spec;
 pub mod sysfs;
 pub mod validate;

@@ -30,7 +30,7 @@
 use std::fmt::Write as _;
 use std::process::Command;
 
-use numaff_policy::baselines::SplitMix64;
+use numaff_machine::rng::SplitMix64;
 use numaff_policy::quality::{hop_cost, moved_threads};
 use numaff_policy::{map, Algorithm, CommMatrix, MapInput, Placement, Tree};
 

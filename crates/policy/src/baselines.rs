@@ -5,6 +5,8 @@
 //! PUs the order wraps around, so every PU gets `⌊n/P⌋` or `⌈n/P⌉` tasks; with fewer, the first `n`
 //! PUs of the order are used and no PU gets two tasks.
 
+use numaff_machine::rng::SplitMix64;
+
 use crate::tree::Tree;
 use crate::Placement;
 
@@ -76,32 +78,6 @@ pub fn packed(tree: &Tree, n: usize) -> Placement {
     order.sort_by_key(|&leaf| (tree.vertex_of(nl, leaf), rank(leaf), leaf));
     let pus: Vec<u32> = order.iter().map(|&l| tree.pu(l)).collect();
     wrap(&pus, n)
-}
-
-/// A small deterministic generator (SplitMix64), so that a seed gives the same mapping on every
-/// platform and version.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..bound` (`bound > 0`), by multiply-shift (bias below 2^-32 for small bounds).
-    pub fn below(&mut self, bound: usize) -> usize {
-        ((u128::from(self.next_u64()) * bound as u128) >> 64) as usize
-    }
 }
 
 /// Random (002 §2.3.3: "the task mapping is randomly generated"): a seeded Fisher-Yates shuffle of

@@ -318,7 +318,7 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baselines::SplitMix64;
+    use numaff_machine::rng::SplitMix64;
 
     /// The graph a scan of every cell gives: for each pair, `(c[i][j] + c[j][i]) / 2` of the cells
     /// that compare unequal to 0.0 (so -0.0 is left out and NaN kept), summed in that order.

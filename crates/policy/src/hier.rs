@@ -1086,7 +1086,7 @@ mod tests {
         let tree = Tree::from_machine(&m);
         let n = 1024;
         assert!(n > BOTH_SPLITS);
-        let mut rng = crate::baselines::SplitMix64::new(6);
+        let mut rng = numaff_machine::rng::SplitMix64::new(6);
         let mut perm: Vec<usize> = (0..n).collect();
         for i in (1..n).rev() {
             perm.swap(i, rng.below(i + 1));

@@ -87,7 +87,7 @@ fn machines() -> impl Strategy<Value = String> {
 }
 
 fn matrix(n: usize, seed: u64) -> CommMatrix {
-    let mut rng = numaff_policy::baselines::SplitMix64::new(seed);
+    let mut rng = numaff_machine::rng::SplitMix64::new(seed);
     let mut c = CommMatrix::new(n);
     for i in 0..n {
         for j in i + 1..n {
@@ -227,7 +227,7 @@ fn deloc_spreads_a_group_and_keeps_pairs_together() {
 /// A chain 0–1–…–(n−1) (weight 100 per link) whose thread ids are shuffled by a seeded
 /// permutation; returns the matrix and `perm` (chain position → thread id).
 fn shuffled_chain(n: usize, seed: u64) -> (CommMatrix, Vec<usize>) {
-    let mut rng = numaff_policy::baselines::SplitMix64::new(seed);
+    let mut rng = numaff_machine::rng::SplitMix64::new(seed);
     let mut perm: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
         perm.swap(i, rng.below(i + 1));
@@ -360,7 +360,7 @@ fn locality_shuffled_2d_stencil_as_good_as_blocks() {
 
 /// A matrix of `kind`: 0 a chain, 1 a 2-D stencil, 2 random partners, 3 uniform all-to-all.
 fn sparse_matrix(n: usize, kind: u8, seed: u64) -> CommMatrix {
-    let mut rng = numaff_policy::baselines::SplitMix64::new(seed);
+    let mut rng = numaff_machine::rng::SplitMix64::new(seed);
     let mut c = CommMatrix::new(n);
     match kind {
         0 => (0..n - 1).for_each(|i| c.add_pair(i, i + 1, 1.0 + rng.below(100) as f64)),

@@ -5,7 +5,7 @@ use numaff_machine::{Machine, Matrix};
 use serde::{Deserialize, Serialize};
 
 use crate::config::SimConfig;
-use crate::rng::Rng;
+use crate::rng;
 use crate::sim::Simulator;
 use crate::stream::{Access, DataPolicy, Op, ProcessSpec, ThreadSpec};
 
@@ -43,7 +43,7 @@ pub fn measure(machine: &Machine, cfg: &SimConfig) -> Measurement {
     cfg.first_touch_samples = false;
     cfg.hw_sampling = None;
     cfg.induced_faults = None;
-    let mut rng = Rng::new(cfg.seed);
+    let mut rng = rng::seeded(cfg.seed);
     let mut latency_ns = Vec::new();
     let mut bandwidth_mbs = Vec::new();
     for &i in &cpu_nodes {

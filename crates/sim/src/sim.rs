@@ -28,7 +28,7 @@ use crate::error::SimError;
 use crate::fabric::{later, Fabric};
 use crate::pages::{Page, PageTable, SOLE_SHARED};
 use crate::report::Report;
-use crate::rng::Rng;
+use crate::rng::{self, SplitMix64};
 use crate::stream::{Access, DataPolicy, Op, OpSource, ProcessSpec};
 use crate::window::Window;
 
@@ -477,7 +477,7 @@ pub struct Simulator {
     dir: Directory,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     pub(crate) now: f64,
-    rng: Rng,
+    rng: SplitMix64,
     samples: Vec<Sample>,
     stats: Stats,
     mem_nodes: Vec<usize>,
@@ -773,7 +773,7 @@ impl Simulator {
         Simulator {
             coherence: simulated_coherence(machine),
             machine: machine.clone(),
-            rng: Rng::new(cfg.seed),
+            rng: rng::seeded(cfg.seed),
             cfg,
             cycle_ns,
             fabric,

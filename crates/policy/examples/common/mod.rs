@@ -2,7 +2,7 @@
 //! and map_timing's two 1024-task matrices (16x4x8x2 tree).
 #![allow(dead_code)] // each example uses part of it
 
-use numaff_policy::baselines::SplitMix64;
+use numaff_machine::rng::SplitMix64;
 use numaff_policy::CommMatrix;
 
 /// The calling thread's cpu time in ms (CLOCK_THREAD_CPUTIME_ID): on this shared machine other

@@ -163,7 +163,7 @@ pub(super) fn contract(g: &Sub, map: &[u32], cn: usize, wk: &mut Work) -> Sub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baselines::SplitMix64;
+    use numaff_machine::rng::SplitMix64;
 
     /// The weight-class cache gives the computed class for every weight, including weights that
     /// land in the same slot one after another (integers, sums, tiny and huge values, repeats).

@@ -584,7 +584,7 @@ pub(super) fn force_balance(g: &Sub, side: &mut [u8], ca: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baselines::SplitMix64;
+    use numaff_machine::rng::SplitMix64;
 
     /// The gain structure gives the same best move as a brute-force scan (highest gain, ties the
     /// lowest index) through random inserts, key changes and removals, as a heap (large graphs)

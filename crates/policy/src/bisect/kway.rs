@@ -164,7 +164,7 @@ const KWAY_PASSES: usize = 2;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baselines::SplitMix64;
+    use numaff_machine::rng::SplitMix64;
 
     /// Weight cut between the parts (each edge once).
     fn parts_cut(g: &Graph, parts: &[Vec<u32>]) -> f64 {

@@ -284,7 +284,7 @@ struct Work {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baselines::SplitMix64;
+    use numaff_machine::rng::SplitMix64;
 
     /// A 1024-task tree (16x4x8x2) and matrices of the benchmark's families: a random sparse one
     /// (4-16 partners, weights 1-100), a 3-D stencil with shuffled ids, a chain, clustered groups.

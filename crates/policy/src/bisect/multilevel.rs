@@ -250,7 +250,7 @@ fn vcycle(g0: &Sub, side: &mut Vec<u8>, ca: i64, maxw: i64, wk: &mut Work) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baselines::SplitMix64;
+    use numaff_machine::rng::SplitMix64;
 
     /// Stripping hubs changes the cut of every split into equal halves by the same constant (so
     /// the best split stays the best): random graphs of 8 vertices with one or two vertices

@@ -292,8 +292,8 @@ fn best_pairs_within(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baselines::SplitMix64;
     use crate::bisect::kway::{kway_refine, KWork};
+    use numaff_machine::rng::SplitMix64;
 
     #[test]
     fn best_pairs_complete_odd_cliques_within_budget() {

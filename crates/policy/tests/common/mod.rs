@@ -4,7 +4,7 @@ use numaff_policy::imar::TaskMetrics;
 
 /// Random per-task metrics (two processes, two nodes, some past performances) from `seed`.
 pub fn random_metrics(n: usize, seed: u64) -> Vec<TaskMetrics> {
-    let mut rng = numaff_policy::baselines::SplitMix64::new(seed ^ 0x5eed);
+    let mut rng = numaff_machine::rng::SplitMix64::new(seed ^ 0x5eed);
     (0..n)
         .map(|t| TaskMetrics {
             process: (t % 2) as u32,

@@ -31,7 +31,7 @@ impl Simulator {
                     self.procs[pi].scan_cursor = self.procs[pi].scan_cursor.wrapping_add(1) % n;
                     self.procs[pi].scan_cursor as usize
                 } else {
-                    self.rng.below(n) as usize
+                    self.rng.below_u64(n) as usize
                 };
                 let vp = self.procs[pi].page_list[i];
                 if let Some(mut pg) = self.procs[pi].pages.get(vp) {

@@ -5,7 +5,7 @@ use numaff_machine::Machine;
 
 use super::{AnyGeom, Cx, Geom, P8Geom, P8W20Geom, Simulator, State};
 use crate::dir::{Form, FormKind, NarrowForm, PackedForm, WideForm};
-use crate::rng::Rng;
+use crate::rng;
 use crate::stream::Op;
 use numaff_machine::CpuSet;
 use std::cmp::{Ordering, Reverse};
@@ -123,7 +123,7 @@ impl Simulator {
                 if idle.is_empty() {
                     break;
                 }
-                let to = idle[self.rng.below(idle.len() as u64) as usize];
+                let to = idle[self.rng.below(idle.len())];
                 load[from] -= 1;
                 load[to] += 1;
                 self.relocate(t, to, at);
@@ -138,7 +138,7 @@ impl Simulator {
             let from = self.threads[t].pu;
             let idle: Vec<usize> = (0..self.pus.len()).filter(|&p| load[p] == 0).collect();
             if !idle.is_empty() {
-                let to = idle[self.rng.below(idle.len() as u64) as usize];
+                let to = idle[self.rng.below(idle.len())];
                 load[from] -= 1;
                 load[to] += 1;
                 self.relocate(t, to, at);
@@ -151,7 +151,7 @@ impl Simulator {
                 if others.is_empty() {
                     continue;
                 }
-                let o = others[self.rng.below(others.len() as u64) as usize];
+                let o = others[self.rng.below(others.len())];
                 let to = self.threads[o].pu;
                 self.relocate(t, to, at);
                 self.relocate(o, from, at);
@@ -369,7 +369,7 @@ pub fn os_placement(machine: &Machine, n: usize, seed: u64) -> Vec<u32> {
     if cores.is_empty() {
         cores = machine.pus().iter().map(|p| vec![p]).collect();
     }
-    let mut rng = Rng::new(seed ^ 0x05_5C4E_D000);
+    let mut rng = rng::seeded(seed ^ 0x05_5C4E_D000);
     rng.shuffle(&mut cores);
     let depth = cores.iter().map(Vec::len).max().unwrap_or(0);
     let order: Vec<u32> = (0..depth)
