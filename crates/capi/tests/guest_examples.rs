@@ -1,4 +1,4 @@
-//! Issue 7: the libnumaff versions and the MApp versions of both examples run in a 4-node QEMU
+//! The libnumaff versions and the MApp versions of both examples run in a 4-node QEMU
 //! guest (4 nodes x 1 cpu, OMP_NUM_THREADS=4) with their arrays placed as chosen, and print there
 //! exactly what the plain versions print here.
 //!
@@ -165,7 +165,7 @@ fn host_output(exe: &Path, args: &[&str]) -> String {
 }
 
 #[test]
-fn issue7_examples_placed_as_chosen_in_a_four_node_guest() {
+fn examples_placed_as_chosen_in_a_four_node_guest() {
     // In the target dir, whose path the guest mirrors (the programs' rpath points there).
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let prefix = dir.path().join("prefix");
