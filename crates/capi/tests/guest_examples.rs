@@ -185,8 +185,8 @@ fn examples_placed_as_chosen_in_a_four_node_guest() {
     ];
     let mut script = String::from("export OMP_NUM_THREADS=4 EXAMPLES_PLACEMENT=1\n");
     // 256 MiB per node: node 0 also holds the kernel and the unpacked initramfs, and with 160 MiB
-    // a fresh-clone CI run found it full before cg_mapp's cyclic arrays (36 MiB a node) were
-    // placed (the kernel then put the rest elsewhere).
+    // it could fill up before cg_mapp's cyclic arrays (36 MiB a node) were placed (the kernel
+    // then put the rest elsewhere).
     let mut guest = Guest::new(NODES as usize, 1, 256).timeout(120);
     for (program, args) in programs {
         guest = guest.file(build.join(program), &format!("/{program}"));
