@@ -1,7 +1,7 @@
 //! numaff-linux on real multi-node kernels: each test boots one QEMU guest (2, 4 or 8 nodes), runs
 //! several subcommands of the payload `numaff-guest` (src/bin/numaff-guest.rs) there, and checks
-//! the `key=value` lines it printed. Placement is confirmed twice, by a
-//! move_pages query and by /proc/PID/numa_maps; data is checked byte for byte against its pattern.
+//! the `key=value` lines it printed. Placement is confirmed twice, by a move_pages query and by
+//! /proc/PID/numa_maps; data is checked byte for byte against its pattern.
 //!
 //! The payload's buffers use MADV_NOHUGEPAGE (the guest kernel's THP is "always"), so page counts are
 //! exact. The guests that assert where pages are boot with `numa_balancing=disable` (the Debian

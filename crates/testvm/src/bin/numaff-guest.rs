@@ -1,7 +1,9 @@
-//! numaff-guest: the payload the multi-node tests run inside QEMU guests (crates/testvm/tests/
-//! numaff_linux_in_guests.rs). It drives numaff-linux against its own memory and against child processes
-//! (copies of itself started with `hold`, `writer`, `mover`) and prints what it saw as `key=value`
-//! lines, which the tests parse and check; `error=...` and exit status 1 when a step itself fails.
+//! numaff-guest: the payload the multi-node tests run inside QEMU guests
+//! (crates/testvm/tests/numaff_linux_in_guests.rs), printing what it saw as `key=value` lines.
+//!
+//! It drives numaff-linux against its own memory and against child processes (copies of itself
+//! started with `hold`, `writer`, `mover`); the tests parse and check its lines; `error=...` and
+//! exit status 1 when a step itself fails.
 //!
 //! Every buffer is an anonymous private mapping with MADV_NOHUGEPAGE (the guest kernel's THP is
 //! "always": without it a 2 MiB region faults in as one huge folio and page counts are not exact).
