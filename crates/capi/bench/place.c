@@ -1,5 +1,5 @@
 /* Allocation + placement time of each libnumaff policy against malloc + first touch of the same
- * size, in the same run (issue 7's performance figure).
+ * size, in the same run (libnumaff's performance figure).
  *
  * Baselines: malloc + writing one byte per page (the kernel's default, transparent huge pages as
  * the system's setting allows), and mmap + MADV_NOHUGEPAGE + the same touching (base pages, as

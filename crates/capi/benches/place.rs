@@ -1,5 +1,5 @@
-//! Issue 7's performance figure: allocation + placement of an array under each libnumaff policy,
-//! relative to malloc + first touch in the same run, here and in a 4-node QEMU guest (bench/place.c).
+//! libnumaff's performance figure: allocation + placement of an array under each policy, relative
+//! to malloc + first touch in the same run, here and in a 4-node QEMU guest (bench/place.c).
 //! A measurement, not a test: `cargo bench -p numaff-capi --bench place`; NUMAFF_PLACE_MIB (default
 //! 1024) sets the size here, NUMAFF_PLACE_GUEST_MIB (default 1024) in the guest, NUMAFF_PLACE_REPS
 //! (default 3 here, 1 in the guest) the repetitions.

@@ -268,7 +268,7 @@ mod tests {
     /// 8 rows of 4 pages (2048 doubles): columns 512.. split over 2 nodes: pages 1 and 2 of each
     /// row to the first part (page 2 holds both parts), page 3 to the second; page 0 stays.
     #[test]
-    fn issue7_column_pages_of_a_2d_array() {
+    fn column_pages_of_a_2d_array() {
         let got = column_pages(8, 16384, 8, 512, 1536, 2, 4096);
         let want: Vec<(u64, u32)> = (0..8u64)
             .flat_map(|r| [(r * 4 + 1, 0), (r * 4 + 2, 0), (r * 4 + 3, 1)])

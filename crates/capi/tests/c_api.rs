@@ -8,7 +8,7 @@ use std::process::Command;
 
 use common::{compile, include_dir, run};
 
-/// Assigning each entry point to a pointer of the exact type the issue requires fails to compile
+/// Assigning each entry point to a pointer of the exact type the API specifies fails to compile
 /// if a signature differs.
 const SIGNATURES: &str = r#"
 #include <numaff.h>
@@ -113,7 +113,7 @@ int main(void) {
 "#;
 
 #[test]
-fn issue7_calls_from_several_threads_at_once() {
+fn calls_from_several_threads_at_once_all_succeed() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("threads.c");
     std::fs::write(&src, THREADS).unwrap();

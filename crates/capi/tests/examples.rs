@@ -1,4 +1,4 @@
-//! Issue 7, examples/: the CG-like (irregular) and 3-D stencil (regular) examples build through
+//! examples/: the CG-like (irregular) and 3-D stencil (regular) examples build through
 //! examples/Makefile against a `make install`ed libnumaff (pkg-config); MApp (the transform behind
 //! `numaff mapp`) rewrites the large static arrays of both plain examples; and the plain, libnumaff
 //! and MApp versions all print exactly the same results (run here).
@@ -26,7 +26,7 @@ fn run_example(exe: &Path, args: &[&str], threads: &str) -> String {
 }
 
 #[test]
-fn issue7_examples_plain_libnumaff_and_mapp_versions_print_the_same() {
+fn examples_plain_libnumaff_and_mapp_versions_print_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = dir.path().join("prefix");
     common::make_install(&prefix);
@@ -127,7 +127,7 @@ fn issue7_examples_plain_libnumaff_and_mapp_versions_print_the_same() {
 }
 
 #[test]
-fn issue7_examples_refuse_bad_sizes_with_a_message() {
+fn examples_refuse_bad_sizes_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = dir.path().join("prefix");
     common::make_install(&prefix);

@@ -1,4 +1,4 @@
-//! Issue 7: the libnumaff versions and the MApp versions of both examples run in a 4-node QEMU
+//! The libnumaff versions and the MApp versions of both examples run in a 4-node QEMU
 //! guest (4 nodes x 1 cpu, OMP_NUM_THREADS=4) with their arrays placed as chosen, and print there
 //! exactly what the plain versions print here.
 //!
@@ -165,7 +165,7 @@ fn host_output(exe: &Path, args: &[&str]) -> String {
 }
 
 #[test]
-fn issue7_examples_placed_as_chosen_in_a_four_node_guest() {
+fn examples_placed_as_chosen_in_a_four_node_guest() {
     // In the target dir, whose path the guest mirrors (the programs' rpath points there).
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let prefix = dir.path().join("prefix");
@@ -185,8 +185,8 @@ fn issue7_examples_placed_as_chosen_in_a_four_node_guest() {
     ];
     let mut script = String::from("export OMP_NUM_THREADS=4 EXAMPLES_PLACEMENT=1\n");
     // 256 MiB per node: node 0 also holds the kernel and the unpacked initramfs, and with 160 MiB
-    // a fresh-clone CI run found it full before cg_mapp's cyclic arrays (36 MiB a node) were
-    // placed (the kernel then put the rest elsewhere).
+    // it could fill up before cg_mapp's cyclic arrays (36 MiB a node) were placed (the kernel
+    // then put the rest elsewhere).
     let mut guest = Guest::new(NODES as usize, 1, 256).timeout(120);
     for (program, args) in programs {
         guest = guest.file(build.join(program), &format!("/{program}"));

@@ -284,10 +284,10 @@ fn placement_in_a_four_node_guest() {
     check_guest(4, 1);
 }
 
-/// Issue 7 asks for 4- and 6-node guests: with 6 nodes prime_mapp uses P = 7 virtual nodes and
-/// skew_mapp's period is 6, neither a power of two.
+/// With 6 nodes prime_mapp uses P = 7 virtual nodes and skew_mapp's period is 6, neither a power
+/// of two.
 #[test]
-fn issue7_placement_in_a_six_node_guest() {
+fn placement_in_a_six_node_guest() {
     check_guest(6, 1);
 }
 
@@ -295,7 +295,7 @@ fn issue7_placement_in_a_six_node_guest() {
 /// bound to nodes {0, 1} does not fit in node 0's free memory; its pages must be a prefix on node 0
 /// (as much as node 0 holds) and the rest on node 1, every page present.
 #[test]
-fn issue7_bind_all_fills_the_first_node_before_the_next() {
+fn bind_all_fills_the_first_node_before_the_next() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let exe = dir.path().join("fill");
     common::compile(&common::crate_dir().join("tests/c/fill.c"), &exe, &[]);

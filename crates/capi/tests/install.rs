@@ -23,7 +23,7 @@ int main(void) {
 "#;
 
 #[test]
-fn issue7_make_install_then_build_with_pkg_config_static_and_cmake() {
+fn make_install_then_build_with_pkg_config_static_and_cmake() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = dir.path().join("prefix");
     make_install(&prefix);

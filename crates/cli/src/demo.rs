@@ -165,7 +165,7 @@ fn simulation_example(machine: &numaff_machine::Machine) -> String {
         } else {
             1
         };
-        let runs: Result<Vec<_>, String> = (1..=seeds)
+        let runs: Result<Vec<_>, numaff_workload::WorkloadError> = (1..=seeds)
             .map(|seed| {
                 let opts = RunOptions {
                     threads: threads.clone(),

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use numaff_machine::{spec, Coherence, Machine};
 use numaff_sim::{measure, simulated_coherence, Report, SimConfig};
-use numaff_workload::{catalog, DataChoice, RunOptions, ThreadPolicy};
+use numaff_workload::{catalog, DataChoice, RunOptions, ThreadPolicy, WorkloadError};
 
 mod compare;
 
@@ -141,7 +141,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     }
     let mut workload = match &args.trace {
         Some(path) => {
-            numaff_workload::trace::load(path, numaff_workload::trace::cycles_per_ns(&machine))
+            numaff_workload::replay::load(path, numaff_workload::replay::cycles_per_ns(&machine))
                 .map_err(anyhow::Error::msg)?
         }
         None => {
@@ -305,10 +305,11 @@ fn run_all(
     let stepped = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let mut results: Vec<Option<Result<Report, String>>> = runs.iter().map(|_| None).collect();
+    let mut results: Vec<Option<Result<Report, WorkloadError>>> =
+        runs.iter().map(|_| None).collect();
     let started = Instant::now();
     std::thread::scope(|scope| {
-        let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Report, String>)>();
+        let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Report, WorkloadError>)>();
         for _ in 0..jobs {
             let done_tx = done_tx.clone();
             let (accesses, now_ns, stepped, next, failed) =

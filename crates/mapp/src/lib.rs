@@ -1,4 +1,5 @@
-//! MApp, the memory affinity preprocessor of Minas (004 §3.2), for libnumaff.
+//! MApp, the memory affinity preprocessor of Minas (004 §3.2), for libnumaff: rewrites a C
+//! file's large static arrays so that `main` allocates them with a NUMA memory policy.
 //!
 //! [`transform`] parses a C file with tree-sitter-c, finds its *eligible* arrays (file-scope arrays
 //! of a basic element type with 1 to 3 constant dimensions, no initializer, not `extern`/`const`,
@@ -1078,7 +1079,7 @@ mod tests {
     /// A macro is expanded once, however often the sizes use it: 13 levels of `(A+A+A+A)` are
     /// 4^13 uses but 14 expansions.
     #[test]
-    fn issue7_each_macro_is_expanded_once() {
+    fn each_macro_is_expanded_once() {
         let mut m = HashMap::new();
         m.insert("A0".to_string(), "1".to_string());
         for i in 1..=13 {
@@ -1093,7 +1094,7 @@ mod tests {
     /// Chains deeper than the limit, macros that refer to themselves, and files past the
     /// expansion budget end with their own reason, and a cut-short value is not kept.
     #[test]
-    fn issue7_macro_limits_give_their_reason() {
+    fn macro_limits_give_their_reason() {
         let mut m = HashMap::new();
         m.insert("SELF".to_string(), "SELF + 1".to_string());
         m.insert("B0".to_string(), "8".to_string());

@@ -131,10 +131,10 @@ fn eligible_arrays_without_main_is_an_error() {
     assert!(e.to_string().contains("`big` line 1"), "{e}");
 }
 
-/// Issue 7's bad input: unknown-size arrays, variable-length arrays and extern arrays are refused
-/// with the line of the declaration and what to do, whatever else the file holds.
+/// Unknown-size arrays, variable-length arrays and extern arrays are refused with the line of the
+/// declaration and what to do, whatever else the file holds.
 #[test]
-fn issue7_unknown_size_vla_and_extern_arrays_are_refused_with_their_line() {
+fn unknown_size_vla_and_extern_arrays_are_refused_with_their_line() {
     let m = resolve("minas-opteron").unwrap();
     let head = "#include <stdio.h>\nstatic double ok[1 << 20];\n";
     let main = "int main(void) { ok[0] = 1; return 0; }\n";
@@ -214,11 +214,11 @@ fn a_file_over_the_limit_is_refused() {
     assert!(matches!(e, MappError::TooLarge(_)), "{e}");
 }
 
-/// A file of 20 000 large arrays (430 KB) ran for over 10 minutes (the whole tree was walked for
-/// each array, to find `sizeof` and `&` of it): it now takes well under a second (release), so
-/// the bound here only tells linear from quadratic.
+/// A file of 20 000 large arrays (430 KB) is transformed in linear time (a bug walked the whole
+/// tree for each array, to find `sizeof` and `&` of it: quadratic, over 10 minutes); the bound
+/// here only tells linear from quadratic.
 #[test]
-fn issue7_a_file_of_many_large_arrays_is_transformed_in_linear_time() {
+fn a_file_of_many_large_arrays_is_transformed_in_linear_time() {
     let n = 20_000;
     let mut src = String::from("#include <stdio.h>\n");
     for i in 0..n {
@@ -236,10 +236,10 @@ fn issue7_a_file_of_many_large_arrays_is_transformed_in_linear_time() {
     assert!(a7.reason.contains("sizeof"), "{}", a7.reason);
 }
 
-/// Macros that expand exponentially (13 levels of `(A+A+A+A)`, 4^13 uses in one size) ran for
-/// hours; each macro is now expanded once.
+/// Macros that expand exponentially (13 levels of `(A+A+A+A)`, 4^13 uses in one size) are
+/// evaluated once each (a bug expanded every use, for hours).
 #[test]
-fn issue7_exponentially_expanding_macros_are_evaluated_once_each() {
+fn exponentially_expanding_macros_are_evaluated_once_each() {
     let mut src = String::from("#define A0 1\n");
     for i in 1..=13 {
         let a = format!("A{}", i - 1);
@@ -253,11 +253,11 @@ fn issue7_exponentially_expanding_macros_are_evaluated_once_each() {
     assert!(big.rewritten, "{}", big.reason);
 }
 
-/// 100 000 nested parentheses in a size aborted numaff with a stack overflow (the evaluation and
-/// the search for the first syntax error recursed): now a size nested too deep is kept with its
-/// reason, and a syntax error at the bottom is found.
+/// 100 000 nested parentheses in a size: a size nested too deep is kept with its reason, and a
+/// syntax error at the bottom is found (a bug overflowed the stack: the evaluation and the
+/// search for the first syntax error recursed).
 #[test]
-fn issue7_deeply_nested_sizes_do_not_overflow_the_stack() {
+fn deeply_nested_sizes_do_not_overflow_the_stack() {
     let n = 100_000;
     let deep = |inner: &str| format!("{}{inner}{}", "(".repeat(n), ")".repeat(n));
     let m = resolve("kmaf-sim-4x2").unwrap();

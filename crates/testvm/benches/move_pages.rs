@@ -1,4 +1,4 @@
-//! Issue 3 item 5: move_pages pages/s per batch size in a 2-node QEMU guest, relative to the largest
+//! move_pages pages/s per batch size in a 2-node QEMU guest, relative to the largest
 //! batch. A measurement, not a test: `cargo bench -p numaff-testvm --bench move_pages`.
 
 use numaff_testvm::Guest;

@@ -1,5 +1,5 @@
-//! Boots the same guest again and again and prints the console of any that fails: how the TCG
-//! hang fixed in `guest.rs` was found (1 boot in 67). Usage:
+//! Boots the same guest again and again and prints the console of any that fails, to catch rare
+//! boot hangs (such as the multi-threaded TCG one `guest.rs` avoids). Usage:
 //! `cargo run --release -p numaff-testvm --example bootloop -- RUNS [NODES CPUS MIB] [KERNEL_ARG...]`
 //! with `SCRIPT` (a busybox sh script; default: print the uptime) and `TIMEOUT` (seconds, 40).
 //! `loglevel=5` as a kernel argument keeps the boot quiet but shows a soft lockup's backtrace.

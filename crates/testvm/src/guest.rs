@@ -169,11 +169,9 @@ impl Guest {
         let total: u64 = self.node_mib.iter().sum();
         // One host thread for all vCPUs: with multi-threaded TCG (QEMU 7.2, Debian 12) a vCPU can
         // keep running its stale translation of kernel text another vCPU has just patched (the
-        // int3 of a jump-label update), and spins there forever ("soft lockup" at a patched NOP):
-        // CI's guests hung so at boot, a plain 2-node boot once in 67 here. Toggling a tracepoint
-        // 32 times while other vCPUs run it hung 6 guests of 8 with thread=multi and none of 6
-        // with thread=single (test `issue3_a_guest_survives_kernel_text_patched_while_other_cpus_
-        // run_it`). Boots take as long; the 20 guests of the test suite 153 s instead of 140 s.
+        // int3 of a jump-label update), and spins there forever ("soft lockup" at a patched NOP),
+        // at boot too. Single-threaded TCG does not (test `a_guest_survives_kernel_text_patched_
+        // while_other_cpus_run_it`) and boots as fast; whole test runs take a little longer.
         let mut a: Vec<String> = [
             "-accel",
             "tcg,thread=single",
@@ -312,8 +310,8 @@ impl Guest {
         end: &str,
     ) -> Result<GuestRun> {
         // nokaslr: the kernel image (~30 MiB reserved) lands at a fixed physical address, so which
-        // node loses that memory does not change from one host CPU to another (CI saw node 1 of a
-        // 256+64 MiB guest at 29 MiB where this machine always shows 60 MiB).
+        // node loses that memory does not change from one host CPU to another (with KASLR, node 1
+        // of a 256+64 MiB guest showed 29 MiB on one host and 60 MiB on another).
         let mut append = String::from("console=ttyS0 quiet panic=-1 nokaslr");
         for a in &self.kernel_args {
             append.push(' ');
@@ -536,11 +534,11 @@ mod tests {
     }
 
     #[test]
-    fn issue3_a_timeout_says_when_the_guest_kernel_itself_hung() {
-        // CI's console of a guest that hung at boot under multi-threaded TCG.
-        let ci =
+    fn a_timeout_says_when_the_guest_kernel_itself_hung() {
+        // The console of a guest that hung at boot under multi-threaded TCG.
+        let lockup =
             "[   28.550972] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! [kworker/0:1:18]";
-        assert!(kernel_stuck_hint(ci).contains("kernel itself hung (soft lockup"));
+        assert!(kernel_stuck_hint(lockup).contains("kernel itself hung (soft lockup"));
         let rcu = "[   21.0] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:";
         assert!(kernel_stuck_hint(rcu).contains("rcu_sched detected stalls"));
         assert_eq!(kernel_stuck_hint("@@TESTVM_BEGIN_1@@\nstarted\n"), "");
@@ -548,8 +546,8 @@ mod tests {
             shape: "2 nodes".into(),
             seconds: 60,
             command: "true".into(),
-            hint: kernel_stuck_hint(ci),
-            console: ci.into(),
+            hint: kernel_stuck_hint(lockup),
+            console: lockup.into(),
         };
         assert!(
             e.to_string()

@@ -1,4 +1,4 @@
-//! Issue 3, item 3: the QEMU harness itself, in real guests with busybox commands as payloads.
+//! The QEMU harness itself, in real guests with busybox commands as payloads.
 //! Each test boots one small guest (a few seconds with TCG); they run one at a time.
 #![allow(clippy::unwrap_used)] // helpers of tests
 
@@ -19,7 +19,7 @@ fn ok(guest: &Guest, script: &str) -> String {
 }
 
 #[test]
-fn issue3_two_nodes_report_online_nodes_and_distances() {
+fn two_nodes_report_online_nodes_and_distances() {
     let guest = Guest::new(2, 2, 256).distances(&[[10, 21], [21, 10]]);
     let out = ok(
         &guest,
@@ -33,7 +33,7 @@ fn issue3_two_nodes_report_online_nodes_and_distances() {
 }
 
 #[test]
-fn issue3_four_and_eight_nodes_report_counts_and_cpulists() {
+fn four_and_eight_nodes_report_counts_and_cpulists() {
     let script = format!("ls -d {NODE}/node* | wc -l; cat {NODE}/online {NODE}/node*/cpulist");
     // Nodes sort as node0 node1 ... in the shell glob up to 8 nodes (single digits).
     let out = ok(&Guest::new(4, 1, 128), &script);
@@ -50,7 +50,7 @@ fn issue3_four_and_eight_nodes_report_counts_and_cpulists() {
 }
 
 #[test]
-fn issue3_a_64_mib_node_shows_its_size_and_kernel_args_pass() {
+fn a_64_mib_node_shows_its_size_and_kernel_args_pass() {
     let guest = Guest::new(2, 1, 256)
         .node_memory(1, 64)
         .kernel_arg("transparent_hugepage=never");
@@ -88,7 +88,7 @@ fn issue3_a_64_mib_node_shows_its_size_and_kernel_args_pass() {
 }
 
 #[test]
-fn issue3_exit_status_and_long_output_come_back_whole() {
+fn exit_status_and_long_output_come_back_whole() {
     // One guest for both: 2000 numbered lines, then exit 3.
     let guest = Guest::new(1, 1, 128);
     let run = guest
@@ -102,7 +102,7 @@ fn issue3_exit_status_and_long_output_come_back_whole() {
 }
 
 #[test]
-fn issue3_a_hanging_payload_hits_the_timeout() {
+fn a_hanging_payload_hits_the_timeout() {
     let guest = Guest::new(1, 1, 128).timeout(12);
     match guest.run(&sh("echo started; sleep 1000")) {
         Err(e @ Error::Timeout { .. }) => {
@@ -118,7 +118,7 @@ fn issue3_a_hanging_payload_hits_the_timeout() {
 }
 
 #[test]
-fn issue3_files_come_with_their_shared_libraries() {
+fn files_come_with_their_shared_libraries() {
     // A dynamically linked host program (this machine's `true` links libc) runs in the guest.
     let guest = Guest::new(1, 1, 128).file("/bin/true", "/opt/host-true");
     let run = guest
@@ -134,11 +134,10 @@ fn issue3_files_come_with_their_shared_libraries() {
 
 /// Toggling a tracepoint patches the kernel text of every site that calls it (jump labels, with
 /// an int3 while the bytes change) while the other vCPUs run those sites. With multi-threaded
-/// TCG a vCPU could keep its stale translation of the int3 and spin on it: this script hung 6
-/// guests of 8 that way (and 4 of 11 with 16 rounds; CI's plain boots about once in 70), none of
-/// 6 single-threaded, which is how the harness runs TCG now (~20 s here).
+/// TCG a vCPU can keep its stale translation of the int3 and spin on it (a bug that hung most
+/// guests running this script, and rare plain boots); the harness runs TCG single-threaded.
 #[test]
-fn issue3_a_guest_survives_kernel_text_patched_while_other_cpus_run_it() {
+fn a_guest_survives_kernel_text_patched_while_other_cpus_run_it() {
     let script = r#"
 mount -t tracefs none /sys/kernel/tracing
 e=/sys/kernel/tracing/events/kmem/kmalloc/enable

@@ -1,5 +1,5 @@
-//! Simulated accesses per second on one core for the papers' workloads (issue 4's goal: 20 M/s),
-//! beside crates/sim's one-thread streams: whole `numaff sim` runs of suite workloads on laso-hpl.
+//! Simulated accesses per second on one core for the papers' workloads (the goal: 20 M/s), beside
+//! crates/sim's one-thread streams: whole `numaff sim` runs of suite workloads on laso-hpl.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use numaff_workload::{catalog, run, total_accesses, RunOptions};

@@ -22,7 +22,9 @@ fn main() -> Result<(), String> {
     if let (Some(bw), Some(ic)) = (num(2)?, m.interconnect.as_mut()) {
         ic.link_bandwidth_mbps = Some(bw);
     }
-    let w = catalog::load("nas-sp")?.scaled(scale);
+    let w = catalog::load("nas-sp")
+        .map_err(|e| e.to_string())?
+        .scaled(scale);
     for (tn, t) in [
         ("T_L", "0,1,2,3,4,5,6,7"),
         ("T_R", "0,2,4,6,1,3,5,7"),
@@ -33,11 +35,13 @@ fn main() -> Result<(), String> {
             ("D_R", DataChoice::OracleRemote),
         ] {
             let opts = RunOptions {
-                threads: t.parse()?,
+                threads: t
+                    .parse()
+                    .map_err(|e: numaff_workload::WorkloadError| e.to_string())?,
                 data: d,
                 seed: 0,
             };
-            let r = run(&m, &w, &opts)?;
+            let r = run(&m, &w, &opts).map_err(|e| e.to_string())?;
             println!(
                 "{tn} {dn}: makespan {:.3} ms, hits {:?}, llc misses {}, remote {}, imc queue {:.1} ms, link queue {:.1} ms, link {:.1} MB, c2c {} ({} remote)",
                 r.makespan_ns as f64 / 1e6,

@@ -1,11 +1,11 @@
-//! How the suite's figures depend on the scheduler's quantum (issue 4, crates/sim/README.md,
-//! "Queues in time order"): every named workload on MACHINE with each quantum of the list.
+//! How the suite's figures depend on the scheduler's quantum (crates/sim/README.md): every
+//! catalog workload on MACHINE with each quantum of the list.
 //!
 //! `cargo run --release -p numaff-workload --example quantum -- MACHINE Q1,Q2,... [compact]`
 //! prints, per workload and quantum, the makespan's change and the IMC and link queue totals, the
-//! cache-to-cache transfers and the host time as ratios to the first quantum's (`ABS=1`: the makespan's change and the totals in ns; `SEED=S`:
-//! the run's seed, which drives the os placement's moves; `ONLY=NAME`: one workload; `SCALE=F`:
-//! its size, as `numaff sim --scale`).
+//! cache-to-cache transfers and the host time as ratios to the first quantum's. `ABS=1`: the
+//! makespan's change and the totals in ns; `SEED=S`: the run's seed, which drives the os
+//! placement's moves; `ONLY=NAME`: one workload; `SCALE=F`: its size, as `numaff sim --scale`.
 
 use numaff_sim::Simulator;
 use numaff_workload::{build, catalog, RunOptions, ThreadPolicy};
@@ -39,7 +39,9 @@ fn main() -> Result<(), String> {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        let w = catalog::load(name)?.scaled(scale);
+        let w = catalog::load(name)
+            .map_err(|e| e.to_string())?
+            .scaled(scale);
         let mut first: Option<(f64, f64, f64, f64, f64)> = None;
         let mut line = format!("{name:22}");
         for &q in &quanta {
@@ -48,7 +50,7 @@ fn main() -> Result<(), String> {
                 seed,
                 ..RunOptions::default()
             };
-            let (procs, mut cfg) = build(&machine, &w, &opts)?;
+            let (procs, mut cfg) = build(&machine, &w, &opts).map_err(|e| e.to_string())?;
             cfg.quantum_ns = q;
             let mut sim = Simulator::new(&machine, cfg);
             for p in procs {

@@ -1,6 +1,6 @@
 //! Prints the simulator's full reports (Debug, so floats round-trip exactly) for a set of catalog
 //! workloads, machines and options: `cargo run --release -p numaff-workload --example simcheck`.
-//! Diff the output of two builds to check that a speed change left the model unchanged (issue 4).
+//! Diff the output of two builds to check that a speed change left the model unchanged.
 //! `simcheck SCALE directory` keeps every line in the directory (`Simulator::private_lines` off):
 //! its output must equal the default's.
 
@@ -97,13 +97,15 @@ fn main() -> Result<(), String> {
     ];
     for (mname, wname, threads, data, sampler) in runs {
         let m = machines::load(mname).map_err(|e| e.to_string())?;
-        let w = catalog::load(wname)?.scaled(scale);
+        let w = catalog::load(wname)
+            .map_err(|e| e.to_string())?
+            .scaled(scale);
         let opts = RunOptions {
             threads,
             data,
             seed: 3,
         };
-        let (procs, mut cfg) = build(&m, &w, &opts)?;
+        let (procs, mut cfg) = build(&m, &w, &opts).map_err(|e| e.to_string())?;
         match sampler {
             1 => {
                 cfg.hw_sampling = Some(HwSampling {

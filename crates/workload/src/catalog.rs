@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::error::WorkloadError;
 use crate::spec::Workload;
 
 /// One shipped workload: its name and file text.
@@ -16,7 +17,7 @@ pub struct CatalogEntry {
 
 impl CatalogEntry {
     /// Parses and checks this entry.
-    pub fn load(&self) -> Result<Workload, String> {
+    pub fn load(&self) -> Result<Workload, WorkloadError> {
         Workload::from_toml(self.text, &format!("workloads/{}.toml", self.name))
     }
 }
@@ -63,22 +64,24 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// A shipped workload by name.
-pub fn load(name: &str) -> Result<Workload, String> {
+pub fn load(name: &str) -> Result<Workload, WorkloadError> {
     match ENTRIES.iter().find(|e| e.name == name) {
         Some(e) => e.load(),
-        None => Err(format!(
-            "no workload named {name:?}; known workloads: {} (or give a workload file)",
-            names().join(", ")
-        )),
+        None => Err(WorkloadError::UnknownWorkload {
+            name: name.to_string(),
+            known: names().join(", "),
+        }),
     }
 }
 
 /// A workload by file path (anything that names an existing file or ends in .toml) or by name.
-pub fn resolve(spec: &str) -> Result<Workload, String> {
+pub fn resolve(spec: &str) -> Result<Workload, WorkloadError> {
     let path = Path::new(spec);
     if path.is_file() || spec.ends_with(".toml") {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read workload file {spec}: {e}"))?;
+        let text = std::fs::read_to_string(path).map_err(|error| WorkloadError::ReadWorkload {
+            path: spec.to_string(),
+            error,
+        })?;
         return Workload::from_toml(&text, spec);
     }
     load(spec)

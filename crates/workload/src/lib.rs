@@ -1,13 +1,13 @@
-//! numaff's simulator workloads: generators whose access and sharing patterns follow the NAS and
-//! PARSEC benchmarks the papers run ([`kernels`]), workload files (`workloads/*.toml`, built in:
-//! [`catalog`]), and the static thread and data placements of `numaff sim` ([`ThreadPolicy`],
-//! [`DataChoice`]) turned into simulator processes ([`build`]) and run ([`run`]).
+//! numaff's simulator workloads: NAS- and PARSEC-like generators ([`kernels`]), workload files
+//! ([`spec`], [`catalog`]) and replayed traces ([`replay`]), placed ([`ThreadPolicy`],
+//! [`DataChoice`]) and run on the simulator ([`build`], [`run`]).
 
 pub mod catalog;
+pub mod error;
 pub mod kernels;
 pub mod ops;
+pub mod replay;
 pub mod spec;
-pub mod trace;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -18,6 +18,7 @@ use numaff_sim::{
     ThreadSpec,
 };
 
+pub use error::{SpecError, WorkloadError};
 pub use ops::{Batched, Ops, Step};
 pub use spec::{Init, Kernel, Program, Workload};
 
@@ -37,13 +38,13 @@ pub enum ThreadPolicy {
     Random,
     /// Thread i (counting the programs' threads in file order) on cpu `list[i % len]`.
     List(Vec<u32>),
-    /// A replayed trace's threads where they ran first ([`trace`]).
+    /// A replayed trace's threads where they ran first ([`replay`]).
     Recorded,
 }
 
 impl std::str::FromStr for ThreadPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = WorkloadError;
+    fn from_str(s: &str) -> Result<Self, WorkloadError> {
         Ok(match s.trim() {
             "os" => ThreadPolicy::Os,
             "compact" => ThreadPolicy::Compact,
@@ -52,17 +53,14 @@ impl std::str::FromStr for ThreadPolicy {
             "random" => ThreadPolicy::Random,
             "recorded" => ThreadPolicy::Recorded,
             list if list.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
-                let cpus: Result<Vec<u32>, _> = list
-                    .split(',')
-                    .map(|x| x.trim().parse::<u32>())
-                    .collect();
-                ThreadPolicy::List(cpus.map_err(|e| format!("bad cpu list {list:?}: {e}"))?)
+                let cpus: Result<Vec<u32>, _> =
+                    list.split(',').map(|x| x.trim().parse::<u32>()).collect();
+                ThreadPolicy::List(cpus.map_err(|error| WorkloadError::BadCpuList {
+                    list: list.to_string(),
+                    error,
+                })?)
             }
-            other => {
-                return Err(format!(
-                "unknown thread placement {other:?}: os, compact, scatter, round-robin, random, recorded (traces), or a cpu list such as 0,2,4,6"
-            ))
-            }
+            other => return Err(WorkloadError::UnknownThreadPolicy(other.to_string())),
         })
     }
 }
@@ -83,8 +81,8 @@ pub enum DataChoice {
 }
 
 impl std::str::FromStr for DataChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = WorkloadError;
+    fn from_str(s: &str) -> Result<Self, WorkloadError> {
         let s = s.trim();
         Ok(match s {
             "first-touch" | "firsttouch" | "ft" => DataChoice::FirstTouch,
@@ -94,15 +92,12 @@ impl std::str::FromStr for DataChoice {
             _ => match s.strip_prefix("bind") {
                 Some(rest) => {
                     let n = rest.trim_start_matches([':', '=']);
-                    DataChoice::Bind(n.parse().map_err(|_| {
-                        format!("bad data policy {s:?}: bind takes a node id, as bind:0")
-                    })?)
+                    DataChoice::Bind(
+                        n.parse()
+                            .map_err(|_| WorkloadError::BadBind(s.to_string()))?,
+                    )
                 }
-                None => {
-                    return Err(format!(
-                    "unknown data policy {s:?}: first-touch, interleave, bind:N, oracle-local, oracle-remote"
-                ))
-                }
+                None => return Err(WorkloadError::UnknownDataPolicy(s.to_string())),
             },
         })
     }
@@ -116,7 +111,7 @@ pub fn placement(
     w: &Workload,
     policy: &ThreadPolicy,
     seed: u64,
-) -> Result<Vec<Vec<u32>>, String> {
+) -> Result<Vec<Vec<u32>>, WorkloadError> {
     let n = w.threads();
     let flat: Vec<u32> = match policy {
         ThreadPolicy::Os => os_placement(machine, n, seed),
@@ -124,33 +119,34 @@ pub fn placement(
             let mut cpus = Vec::new();
             for p in &w.programs {
                 let Some(r) = &p.replay else {
-                    return Err(format!(
-                        "thread placement recorded needs a trace (numaff sim --trace FILE); workload {} has generated program {}",
-                        w.name,
-                        p.display_name()
-                    ));
+                    return Err(WorkloadError::NotRecorded {
+                        workload: w.name.clone(),
+                        program: p.display_name(),
+                    });
                 };
                 cpus.extend(r.recorded_cpus());
             }
             let pus = machine.pus();
-            if let Some(bad) = cpus.iter().find(|&&c| !pus.contains(c)) {
-                return Err(format!(
-                    "recorded cpu {bad} is not on machine {} (cpus {pus}); choose another --threads placement",
-                    machine.name
-                ));
+            if let Some(&cpu) = cpus.iter().find(|&&c| !pus.contains(c)) {
+                return Err(WorkloadError::RecordedCpuMissing {
+                    cpu,
+                    machine: machine.name.clone(),
+                    cpus: pus,
+                });
             }
             cpus
         }
         ThreadPolicy::List(list) => {
             if list.is_empty() {
-                return Err("empty cpu list".into());
+                return Err(WorkloadError::EmptyCpuList);
             }
             let pus = machine.pus();
-            if let Some(bad) = list.iter().find(|&&c| !pus.contains(c)) {
-                return Err(format!(
-                    "cpu {bad} is not on machine {} (cpus {pus})",
-                    machine.name
-                ));
+            if let Some(&cpu) = list.iter().find(|&&c| !pus.contains(c)) {
+                return Err(WorkloadError::CpuMissing {
+                    cpu,
+                    machine: machine.name.clone(),
+                    cpus: pus,
+                });
             }
             (0..n).map(|i| list[i % list.len()]).collect()
         }
@@ -165,7 +161,7 @@ pub fn placement(
                 seed,
                 ..MapInput::new(machine, n)
             };
-            numaff_policy::map(algo, &input).map_err(|e| e.to_string())?
+            numaff_policy::map(algo, &input)?
         }
     };
     let mut out = Vec::new();
@@ -229,14 +225,13 @@ impl PageProfile {
 }
 
 /// A profile of program `p` placed on `cpus`: per page (machine page size, or 2 MiB when the
-/// program asks for huge pages), the accesses from each
-/// node's cpus (index = node position in `machine.nodes`). Made by replaying the generator's own
+/// program asks for huge pages), the accesses from each node's cpus (index = node position in
+/// `machine.nodes`). Made by replaying the generator's own
 /// access streams, every access counted once whether or not it would hit a cache (the oracle of
 /// kMAF §3.1 counted accesses in Pin traces the same way). Threads moved by the os policy are
 /// counted on their initial cpu. A thread's accesses to one page in a row are counted as one
 /// run (a sweep touches a 4 KiB page 64 times in a row), and the ops are taken in batches as
-/// the simulator takes them (a std `HashMap` entry per access was 60-80 ms of a 490 ms
-/// oracle-local run of nas-cg at scale 4: crates/workload/README.md).
+/// the simulator takes them: a hash map entry per access would dominate an oracle run.
 pub fn profile(machine: &Machine, p: &Program, cpus: &[u32]) -> PageProfile {
     let shift = if p.huge_pages {
         21
@@ -346,7 +341,7 @@ pub fn build(
     machine: &Machine,
     w: &Workload,
     opts: &RunOptions,
-) -> Result<(Vec<ProcessSpec>, SimConfig), String> {
+) -> Result<(Vec<ProcessSpec>, SimConfig), WorkloadError> {
     // Again here: `with_threads` and `scaled` change a checked workload.
     w.check()?;
     let cpus = placement(machine, w, &opts.threads, opts.seed)?;
@@ -357,7 +352,10 @@ pub fn build(
             DataChoice::Interleave => DataPolicy::Interleave,
             DataChoice::Bind(n) => {
                 if machine.node_index(*n).is_none() {
-                    return Err(format!("no node {n} on machine {}", machine.name));
+                    return Err(WorkloadError::NoNode {
+                        node: *n,
+                        machine: machine.name.clone(),
+                    });
                 }
                 DataPolicy::Bind(*n)
             }
@@ -399,27 +397,27 @@ pub fn run_with(
     w: &Workload,
     opts: &RunOptions,
     mut progress: impl FnMut(u64, u64),
-) -> Result<Report, String> {
+) -> Result<Report, WorkloadError> {
     use numaff_engine::Environment as _;
     let (procs, cfg) = build(machine, w, opts)?;
     let mut sim = Simulator::new(machine, cfg);
     for p in procs {
-        sim.spawn(p).map_err(|e| e.to_string())?;
+        sim.spawn(p)
+            .map_err(|e| WorkloadError::Simulator(e.to_string()))?;
     }
     while !sim.all_done() {
-        let now = sim.advance(PROGRESS_STEP_NS).map_err(|e| e.to_string())?;
+        let now = sim
+            .advance(PROGRESS_STEP_NS)
+            .map_err(|e| WorkloadError::Simulator(e.to_string()))?;
         progress(now, sim.accesses());
         if sim.stuck() {
-            return Err(format!(
-                "workload {}: threads wait at a barrier the others never reach (a generator bug)",
-                w.name
-            ));
+            return Err(WorkloadError::Stuck(w.name.clone()));
         }
     }
     Ok(sim.report())
 }
 
 /// [`run_with`] without progress.
-pub fn run(machine: &Machine, w: &Workload, opts: &RunOptions) -> Result<Report, String> {
+pub fn run(machine: &Machine, w: &Workload, opts: &RunOptions) -> Result<Report, WorkloadError> {
     run_with(machine, w, opts, |_, _| {})
 }

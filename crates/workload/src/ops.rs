@@ -47,8 +47,8 @@ pub enum Step {
     },
     /// Compute only, cycles.
     Compute(u64),
-    /// Recorded accesses replayed in order ([`crate::trace`]).
-    Replay(std::sync::Arc<[crate::trace::Replayed]>),
+    /// Recorded accesses replayed in order ([`crate::replay`]).
+    Replay(std::sync::Arc<[crate::replay::Replayed]>),
     /// Hand an item on: set the process's flag (`Op::Post`).
     Post(u64),
     /// Take an item: wait for the process's flag (`Op::Wait`).
@@ -121,7 +121,7 @@ impl Step {
 
 /// How many of the first `n` visited lines a write fraction `w` writes: `floor(n * w)`.
 ///
-/// Without a call of libm's `floor` (issue 4): the float-to-integer `as` cast truncates toward
+/// Without a call of libm's `floor` (it is hot): the float-to-integer `as` cast truncates toward
 /// zero, saturates at 0 and `u64::MAX` and maps NaN to 0. For `x >= 0` truncation is `floor`,
 /// and `floor(x) as u64` saturates exactly when `x` does (`floor(x) >= 2^64` if and only if
 /// `x >= 2^64`, 2^64 being an integer), so `x as u64 == x.floor() as u64` for every `x` the
@@ -134,19 +134,18 @@ fn writes_among(n: u64, w: f64) -> u64 {
 /// `i`-th line is written when the running count of writes goes up), deterministic.
 ///
 /// The definition is `floor((i + 1) w) > floor(i w)` in `f64`; this compares the truncations
-/// instead (issue 4: libm's `floor` was 2 % of a suite run). Exact: both products are computed
-/// as before (same roundings), both are `>= 0` or NaN (`w` clamped to `[0, 1]`; a NaN `w`
+/// instead, sparing libm's `floor` on the hot path. Exact: both products are computed as the
+/// definition computes them (same roundings), both are `>= 0` or NaN (`w` clamped to `[0, 1]`; a NaN `w`
 /// stays NaN, and then both forms say false: NaN `>` NaN and 0 `>` 0), and for `0 <= x < 2^64`
 /// the cast `x as u64` is exactly `floor(x)` (truncation toward zero, and `floor(x) < 2^64` is
 /// representable in `u64`). Both products are below 2^64 whenever `i < 2^64 - 2^11` (then
 /// `(i + 1) as f64 <= 2^64 - 2^11` and `w <= 1`), i.e. for every index a run can reach (a
-/// sweep or random step of 2^63 accesses would run for centuries). `issue4_` tests compare the
-/// two forms over many `i` and `w`.
+/// sweep or random step of 2^63 accesses would run for centuries). A unit test compares the two
+/// forms over many `i` and `w`.
 ///
-/// Below 2^62 the conversions go through `i64` (session 17: `u64` to `f64` and back is a
-/// dozen x86-64 instructions each way, `i64` one or two; `writes` was 44 instructions a call,
-/// 2.3 % of parsec-canneal's): the same integers convert to the same doubles, and a product in
-/// `[0, 2^62]` or NaN truncates to the same count as `i64` as it does as `u64`.
+/// Below 2^62 the conversions go through `i64` (on x86-64, `u64` to `f64` and back is a dozen
+/// instructions each way, `i64` one or two): the same integers convert to the same doubles, and
+/// a product in `[0, 2^62]` or NaN truncates to the same count as `i64` as it does as `u64`.
 #[inline]
 fn writes(i: u64, w: f64) -> bool {
     let w = w.clamp(0.0, 1.0);
@@ -324,10 +323,9 @@ impl std::iter::FusedIterator for Ops {}
 
 impl Ops {
     /// `OpSource::fill` for these steps ([`Batched`]): the ops `next` would give, in order, a
-    /// run of a sweep's or a random step's accesses at a time in a loop of its own (issue 4: one
-    /// `next` per op, matching the step and carrying a pending write, was 62 to 112 host
-    /// instructions an access in the suite, 6 to 12 % of a run). Every other op, and whatever
-    /// does not fit in `buf`, goes through `next`.
+    /// run of a sweep's or a random step's accesses at a time in a loop of its own (cheaper than
+    /// one `next` per op, which matches the step and carries a pending write each time). Every
+    /// other op, and whatever does not fit in `buf`, goes through `next`.
     pub fn fill_ops(&mut self, buf: &mut [Op]) -> usize {
         let mut n = 0;
         while n < buf.len() {
@@ -442,7 +440,7 @@ impl numaff_sim::OpSource for Batched {
 mod tests {
     use super::*;
 
-    /// The definitions `writes` and `writes_among` had before issue 4, with libm's `floor`.
+    /// The definitions of `writes` and `writes_among`, with libm's `floor`.
     fn writes_floor(i: u64, w: f64) -> bool {
         let w = w.clamp(0.0, 1.0);
         ((i + 1) as f64 * w).floor() > (i as f64 * w).floor()
@@ -453,7 +451,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_writes_without_floor_match_the_f64_formula() {
+    fn writes_without_floor_match_the_f64_floor_formula() {
         // Awkward fractions (thirds, sevenths, 0.1, values next to 0, 1/2 and 1), the ends,
         // values outside [0, 1] (clamped), infinities and NaN.
         let mut ws = vec![
@@ -544,7 +542,7 @@ mod tests {
     }
 
     #[test]
-    fn issue4_batched_ops_are_the_iterators_ops() {
+    fn batched_ops_are_the_iterators_ops() {
         let steps = vec![
             Step::sweep(0x1000, 100, 0.25, 3),
             Step::sweep(0x9000, 37, 1.0 / 3.0, 0),
@@ -609,7 +607,7 @@ mod tests {
 
     /// `Ops` promises `FusedIterator` (the simulator relies on no op after the first None).
     #[test]
-    fn issue4_ops_stay_ended() {
+    fn ops_stay_ended_after_their_last_op() {
         let mut ops = Ops::new(vec![Step::sweep(0x1000, 3, 0.5, 0), Step::Barrier]);
         assert_eq!(ops.by_ref().count(), 3 + 1 + 1);
         assert!((0..5).all(|_| ops.next().is_none()));

@@ -25,6 +25,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{SpecError, WorkloadError};
+
 /// The kernels, named after the benchmarks whose access and sharing patterns they follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -64,7 +66,7 @@ pub enum Kernel {
     Fluidanimate,
     /// PARSEC x264: frame-parallel encoding; motion search in the previous frame of another thread.
     X264,
-    /// A recorded trace replayed thread by thread ([`crate::trace`]; `numaff sim --trace`).
+    /// A recorded trace replayed thread by thread ([`crate::replay`]; `numaff sim --trace`).
     Trace,
 }
 
@@ -156,9 +158,9 @@ pub struct Program {
     /// Kernels the same threads run afterwards, one after the other (a queue of tasks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub then: Vec<Program>,
-    /// For kernel `trace`: the recorded accesses of each thread ([`crate::trace::load`]).
+    /// For kernel `trace`: the recorded accesses of each thread ([`crate::replay::load`]).
     #[serde(skip)]
-    pub replay: Option<std::sync::Arc<crate::trace::Replay>>,
+    pub replay: Option<std::sync::Arc<crate::replay::Replay>>,
 }
 
 impl Program {
@@ -192,38 +194,43 @@ pub const MAX_THREADS: u32 = 1 << 16;
 
 impl Workload {
     /// Parses and checks a workload file's text; `origin` names it in errors.
-    pub fn from_toml(text: &str, origin: &str) -> Result<Workload, String> {
-        let w: Workload = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
-        w.check().map_err(|e| format!("{origin}: {e}"))?;
+    pub fn from_toml(text: &str, origin: &str) -> Result<Workload, WorkloadError> {
+        let w: Workload = toml::from_str(text).map_err(|error| WorkloadError::Parse {
+            origin: origin.to_string(),
+            error,
+        })?;
+        w.check().map_err(|error| WorkloadError::Invalid {
+            origin: origin.to_string(),
+            error,
+        })?;
         Ok(w)
     }
 
     /// Checks the parameters.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SpecError> {
         if self.programs.is_empty() {
-            return Err("no [[program]]".into());
+            return Err(SpecError::NoProgram);
         }
-        fn check(p: &Program, queued: bool, threads: u32) -> Result<(), String> {
-            let k = p.kernel.name();
+        fn check(p: &Program, queued: bool, threads: u32) -> Result<(), SpecError> {
+            let kernel = p.kernel.name();
             if p.kernel == Kernel::Trace {
                 return match &p.replay {
                     Some(r) if !queued && r.threads.len() == p.threads as usize => Ok(()),
-                    Some(_) => Err(format!("{k}: a trace program cannot be queued or change its thread count")),
-                    None => Err(format!("{k}: kernel trace replays a recorded trace; run it with numaff sim --trace FILE (Parquet or CSV from numaff profile)")),
+                    Some(_) => Err(SpecError::TraceReshaped { kernel }),
+                    None => Err(SpecError::TraceNotRecorded { kernel }),
                 };
             }
             if p.threads == 0 && !queued {
-                return Err(format!("{k}: threads must be at least 1"));
+                return Err(SpecError::NoThreads { kernel });
             }
             if p.threads > MAX_THREADS {
-                return Err(format!(
-                    "{k}: {} threads is more than the {MAX_THREADS} a program can have \
-                     (each simulated thread takes host memory)",
-                    p.threads
-                ));
+                return Err(SpecError::TooManyThreads {
+                    kernel,
+                    threads: p.threads,
+                });
             }
             if p.lines < 16 {
-                return Err(format!("{k}: lines must be at least 16"));
+                return Err(SpecError::TooFewLines { kernel });
             }
             // Queued kernels run on their program's threads (`kernels::thread_steps`).
             let array = u64::from(threads.max(1))
@@ -231,19 +238,17 @@ impl Workload {
                 .and_then(|l| l.checked_mul(crate::ops::LINE))
                 .filter(|&b| b <= crate::kernels::MAX_ARRAY_BYTES);
             if array.is_none() {
-                return Err(format!(
-                    "{k}: {} threads x {} lines of 64 bytes is more than the {} GiB an array can take; \
-                     lower lines, threads or --scale",
-                    threads.max(1),
-                    p.lines,
-                    crate::kernels::MAX_ARRAY_BYTES >> 30
-                ));
+                return Err(SpecError::ArrayTooLarge {
+                    kernel,
+                    threads: threads.max(1),
+                    lines: p.lines,
+                });
             }
             if p.phases == 0 {
-                return Err(format!("{k}: phases must be at least 1"));
+                return Err(SpecError::NoPhases { kernel });
             }
             if !(0.0..=1.0).contains(&p.write_fraction) {
-                return Err(format!("{k}: write_fraction must be in [0, 1]"));
+                return Err(SpecError::WriteFraction { kernel });
             }
             for q in &p.then {
                 check(q, true, threads)?;
@@ -254,20 +259,21 @@ impl Workload {
             .iter()
             .try_for_each(|p| check(p, false, p.threads))?;
         // The steps every thread holds before the run: bounded, or a typo in `iterations` takes
-        // the host's memory (4e9 iterations of 2 threads filled 20 GB in 20 s).
+        // the host's memory (4e9 iterations of 2 threads would fill tens of GB).
         let steps = self.steps_bound();
         let max = crate::kernels::MAX_STEPS;
         if steps > max {
-            let p = self
+            let longest = self
                 .programs
                 .iter()
                 .max_by_key(|p| p.iterations)
                 .map(|p| format!("{} x {} iterations", p.display_name(), p.iterations))
                 .unwrap_or_default();
-            return Err(format!(
-                "about {steps} generator steps for all threads ({p}), more than the {max} a run can \
-                 hold in memory; lower iterations or threads (or split the run)"
-            ));
+            return Err(SpecError::TooManySteps {
+                steps,
+                longest,
+                max,
+            });
         }
         Ok(())
     }

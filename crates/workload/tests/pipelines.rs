@@ -1,4 +1,4 @@
-//! Issue 4: the PARSEC-like pipelines (dedup, ferret) hand items from stage to stage through
+//! The PARSEC-like pipelines (dedup, ferret) hand items from stage to stage through
 //! queues (`Step::Post` / `Step::Wait`), not barriers per round.
 
 #![allow(clippy::unwrap_used)]
@@ -7,7 +7,7 @@ use numaff_machine::catalog as machines;
 use numaff_workload::{catalog, kernels, run, RunOptions, Step, ThreadPolicy};
 
 #[test]
-fn issue4_pipeline_stages_wait_for_items_not_for_barriers() {
+fn pipeline_stages_wait_for_items_not_for_barriers() {
     let w = catalog::load("parsec-dedup").unwrap();
     let p = &w.programs[0];
     let n = p.threads;
@@ -25,7 +25,7 @@ fn issue4_pipeline_stages_wait_for_items_not_for_barriers() {
 }
 
 #[test]
-fn issue4_pipelines_run_for_every_thread_count_and_hand_items_between_cores() {
+fn pipelines_run_for_every_thread_count_and_hand_items_between_cores() {
     let m = machines::load("kmaf-sim-4x2").unwrap();
     for name in ["parsec-dedup", "parsec-ferret"] {
         for n in 1..=9 {

@@ -1,7 +1,9 @@
-//! numaff-guest: the payload the multi-node tests run inside QEMU guests (crates/testvm/tests/
-//! issue3_guest_*.rs). It drives numaff-linux against its own memory and against child processes
-//! (copies of itself started with `hold`, `writer`, `mover`) and prints what it saw as `key=value`
-//! lines, which the tests parse and check; `error=...` and exit status 1 when a step itself fails.
+//! numaff-guest: the payload the multi-node tests run inside QEMU guests
+//! (crates/testvm/tests/numaff_linux_in_guests.rs), printing what it saw as `key=value` lines.
+//!
+//! It drives numaff-linux against its own memory and against child processes (copies of itself
+//! started with `hold`, `writer`, `mover`); the tests parse and check its lines; `error=...` and
+//! exit status 1 when a step itself fails.
 //!
 //! Every buffer is an anonymous private mapping with MADV_NOHUGEPAGE (the guest kernel's THP is
 //! "always": without it a 2 MiB region faults in as one huge folio and page counts are not exact).
@@ -857,8 +859,8 @@ fn cmd_eperm(_o: &Opts) -> R<()> {
     let (mut child, stdin, lines) = spawn(&args, Some(65534))?;
     drop(stdin);
     let status = child.wait().map_err(e2s)?;
-    // Every line, up to the end of its output: `try_iter` took only those the reader thread had
-    // passed on when the child was reaped, and lost its last line (`own=`) once in CI.
+    // Every line, up to the end of its output: `try_iter` would take only those the reader thread
+    // had passed on when the child was reaped, and could lose the last line (`own=`).
     for line in lines.iter() {
         println!("eperm.{line}");
     }

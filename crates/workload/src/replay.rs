@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use numaff_behave::{Kind, Sample, TraceReader};
 
+use crate::error::WorkloadError;
 use crate::spec::{Init, Kernel, Program, Workload};
 
 /// One replayed access.
@@ -62,16 +63,15 @@ pub fn from_samples(
     name: &str,
     samples: &[Sample],
     cycles_per_ns: f64,
-) -> Result<Workload, String> {
+) -> Result<Workload, WorkloadError> {
     if samples.is_empty() {
-        return Err(format!(
-            "trace {name}: no samples to replay (record one with numaff profile)"
-        ));
+        return Err(WorkloadError::EmptyTrace(name.to_string()));
     }
     if !(cycles_per_ns.is_finite() && cycles_per_ns > 0.0) {
-        return Err(format!(
-            "trace {name}: the machine's frequency must be positive to turn gaps into compute, not {cycles_per_ns} GHz"
-        ));
+        return Err(WorkloadError::BadFrequency {
+            name: name.to_string(),
+            cycles_per_ns,
+        });
     }
     let t0 = samples.iter().map(|s| s.time_ns).min().unwrap_or(0);
     // pid -> tid -> samples (stable: equal times keep file order).
@@ -139,7 +139,10 @@ pub fn from_samples(
         follows: "a recorded page-level trace (numaff profile), replayed sample by sample".into(),
         programs,
     };
-    w.check().map_err(|e| format!("trace {name}: {e}"))?;
+    w.check().map_err(|error| WorkloadError::InvalidTrace {
+        name: name.to_string(),
+        error,
+    })?;
     Ok(w)
 }
 
@@ -154,12 +157,14 @@ pub fn cycles_per_ns(machine: &numaff_machine::Machine) -> f64 {
 
 /// Reads a trace file (Parquet, or CSV by its extension) and makes it a workload for a machine
 /// running at `cycles_per_ns` GHz ([`cycles_per_ns`]).
-pub fn load(path: &Path, cycles_per_ns: f64) -> Result<Workload, String> {
-    let reader = TraceReader::open(path)
-        .map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
-    let samples = reader
-        .read_all()
-        .map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
+pub fn load(path: &Path, cycles_per_ns: f64) -> Result<Workload, WorkloadError> {
+    let unreadable = |error| WorkloadError::ReadTrace {
+        path: path.to_path_buf(),
+        error,
+    };
+    let samples = TraceReader::open(path)
+        .and_then(TraceReader::read_all)
+        .map_err(unreadable)?;
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -216,7 +221,7 @@ mod tests {
 
     #[test]
     fn an_empty_trace_is_an_error_that_says_so() {
-        let e = from_samples("empty", &[], 2.0).unwrap_err();
+        let e = from_samples("empty", &[], 2.0).unwrap_err().to_string();
         assert!(e.contains("no samples"), "{e}");
     }
 }

@@ -1,79 +1,16 @@
-//! Issue 4 audit: every workload the issue names, with its paper source, and every knob of a
-//! program (init, compute, writes, phases, threads, start times, queues) and every placement policy
-//! changing what the issue says it changes.
+//! A program's parameters (initialisation, compute, writes, phases, threads, start times, queues,
+//! huge pages) change what they say they change, and parameters a run cannot hold are refused.
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{remote_share, sim, sp};
 use numaff_machine::catalog as machines;
-use numaff_sim::Report;
-use numaff_workload::{
-    catalog, placement, run, DataChoice, Init, RunOptions, ThreadPolicy, Workload,
-};
-
-const NAMED: [&str; 17] = [
-    "nas-bt",
-    "nas-cg",
-    "nas-dc",
-    "nas-ep",
-    "nas-ft",
-    "nas-is",
-    "nas-lu",
-    "nas-mg",
-    "nas-sp",
-    "nas-ua",
-    "parsec-streamcluster",
-    "parsec-canneal",
-    "parsec-dedup",
-    "parsec-ferret",
-    "parsec-facesim",
-    "parsec-fluidanimate",
-    "parsec-x264",
-];
+use numaff_workload::{catalog, run, DataChoice, Init, RunOptions, Workload};
 
 #[test]
-fn issue4_audit_every_named_workload_exists_and_says_what_it_follows() {
-    let readme = include_str!("../README.md");
-    for name in NAMED {
-        assert!(
-            catalog::names().contains(&name),
-            "{name} not in the catalog"
-        );
-        let w = catalog::load(name).unwrap();
-        assert_eq!(w.name, name);
-        assert!(!w.description.trim().is_empty(), "{name}: no description");
-        // A paper section (000/001/002 §...) or the benchmark suite's own description.
-        assert!(
-            w.follows.contains('§') || w.follows.contains("PARSEC") || w.follows.contains("NAS"),
-            "{name}: follows names no paper description: {:?}",
-            w.follows
-        );
-        assert!(
-            readme.contains(name),
-            "{name} missing from crates/workload/README.md"
-        );
-    }
-}
-
-fn sim(w: &Workload, threads: &str, data: DataChoice) -> Report {
-    let m = machines::load("kmaf-sim-4x2").unwrap();
-    let opts = RunOptions {
-        threads: threads.parse().unwrap(),
-        data,
-        seed: 0,
-    };
-    run(&m, w, &opts).unwrap()
-}
-
-fn sp() -> Workload {
-    catalog::load("nas-sp").unwrap().scaled(0.25)
-}
-
-fn remote_share(r: &Report) -> f64 {
-    r.remote_accesses as f64 / (r.local_accesses + r.remote_accesses).max(1) as f64
-}
-
-#[test]
-fn issue4_audit_master_init_puts_first_touched_pages_on_the_master_node() {
+fn master_init_puts_first_touched_pages_on_the_master_node() {
     let mut master = sp();
     master.programs[0].init = Init::Master;
     let mut parallel = sp();
@@ -91,7 +28,7 @@ fn issue4_audit_master_init_puts_first_touched_pages_on_the_master_node() {
 }
 
 #[test]
-fn issue4_audit_compute_cycles_and_write_fraction_change_time_and_coherence() {
+fn compute_cycles_and_write_fraction_change_time_and_coherence() {
     let base = sp();
     let mut heavy = sp();
     heavy.programs[0].compute_cycles = 200;
@@ -131,7 +68,7 @@ fn issue4_audit_compute_cycles_and_write_fraction_change_time_and_coherence() {
 }
 
 #[test]
-fn issue4_audit_phases_move_the_working_set_between_threads() {
+fn phases_move_the_working_set_between_threads() {
     let one = sp();
     let mut shifting = sp();
     shifting.programs[0].phases = 3;
@@ -149,7 +86,7 @@ fn issue4_audit_phases_move_the_working_set_between_threads() {
 }
 
 #[test]
-fn issue4_audit_thread_count_and_program_start_times_and_queues() {
+fn thread_count_start_times_and_queues_shape_the_run() {
     for n in [1, 3, 8] {
         let r = sim(&sp().with_threads(n), "compact", DataChoice::FirstTouch);
         assert_eq!(r.threads.len(), n as usize);
@@ -186,76 +123,7 @@ fn issue4_audit_thread_count_and_program_start_times_and_queues() {
 }
 
 #[test]
-fn issue4_audit_every_thread_policy_places_as_named() {
-    let m = machines::load("kmaf-sim-4x2").unwrap(); // 4 nodes x 2 PUs, cpus 2k, 2k+1 on node k
-    let w = sp().with_threads(4);
-    let place = |p: &str, seed| {
-        placement(&m, &w, &p.parse::<ThreadPolicy>().unwrap(), seed).unwrap()[0].clone()
-    };
-    let nodes = |c: &[u32]| {
-        let mut n: Vec<u32> = c.iter().map(|&c| m.node_of_pu(c).unwrap()).collect();
-        n.sort();
-        n.dedup();
-        n.len()
-    };
-    let compact = place("compact", 0);
-    assert_eq!(nodes(&compact), 2, "compact fills nodes: {compact:?}");
-    let scatter = place("scatter", 0);
-    assert_eq!(nodes(&scatter), 4, "scatter spreads: {scatter:?}");
-    // round-robin (003 §A.1.5): thread i on the i-th PU by kernel cpu id.
-    assert_eq!(place("round-robin", 0), vec![0, 1, 2, 3]);
-    assert_eq!(place("6,1,4", 0), vec![6, 1, 4, 6]);
-    let randoms: Vec<Vec<u32>> = (0..8).map(|s| place("random", s)).collect();
-    assert_eq!(randoms[0], place("random", 0), "same seed, same mapping");
-    assert!(
-        randoms.iter().any(|r| r != &randoms[0]),
-        "seeds change it: {randoms:?}"
-    );
-    let os = place("os", 0);
-    let mut distinct = os.clone();
-    distinct.sort();
-    distinct.dedup();
-    assert_eq!(distinct.len(), 4, "os spreads for load balance: {os:?}");
-    // os moves threads now and then during the run; a pinned policy never does.
-    let long = catalog::load("nas-sp").unwrap();
-    let ros = sim(&long, "os", DataChoice::FirstTouch);
-    let rc = sim(&long, "compact", DataChoice::FirstTouch);
-    println!(
-        "os: {} migrations over {} ns",
-        ros.migrations, ros.makespan_ns
-    );
-    assert!(ros.migrations > 0 && rc.migrations == 0);
-}
-
-#[test]
-fn issue4_audit_every_data_policy_places_as_named() {
-    let w = sp();
-    // compact: threads 0-1 on node 0, ..., 6-7 on node 3.
-    let bind = sim(&w, "compact", DataChoice::Bind(3));
-    let own: u64 = bind.threads[6..].iter().map(|t| t.remote_accesses).sum();
-    let others: u64 = bind.threads[..6].iter().map(|t| t.local_accesses).sum();
-    assert_eq!((own, others), (0, 0), "bind:3: local only on node 3");
-    let inter = sim(&w, "compact", DataChoice::Interleave);
-    let share = remote_share(&inter);
-    assert!(
-        (0.6..0.9).contains(&share),
-        "interleave over 4 nodes: 3/4 remote, got {share}"
-    );
-    let ol = sim(&w, "compact", DataChoice::OracleLocal);
-    let or = sim(&w, "compact", DataChoice::OracleRemote);
-    let ft = sim(&w, "compact", DataChoice::FirstTouch);
-    println!(
-        "remote share: first-touch {:.3}, oracle-local {:.3}, oracle-remote {:.3}, interleave {share:.3}",
-        remote_share(&ft),
-        remote_share(&ol),
-        remote_share(&or)
-    );
-    assert!(remote_share(&ol) <= remote_share(&ft) + 1e-9);
-    assert!(remote_share(&ol) < 0.2 && remote_share(&or) > 0.95);
-}
-
-#[test]
-fn issue4_audit_huge_pages_when_asked_by_file_or_option() {
+fn huge_pages_are_used_when_asked_by_file_or_option() {
     let text = r#"name = "h"
 description = "SP on 2 MiB pages"
 follows = "000 §3.1 SP"
@@ -299,10 +167,12 @@ huge_pages = true
 /// on a checked workload, are refused with a message instead of running with arrays that overlap
 /// or until the host runs out of memory.
 #[test]
-fn issue4_audit_arrays_larger_than_their_room_are_refused() {
+fn arrays_larger_than_their_room_are_refused() {
     let m = machines::load("kmaf-sim-4x2").unwrap();
     let huge = sp().scaled(1e9);
-    let err = run(&m, &huge, &RunOptions::default()).unwrap_err();
+    let err = run(&m, &huge, &RunOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("an array can take"), "{err}");
     // Exactly 32 GiB per array is accepted, one line more is not.
     let threads = sp().programs[0].threads;
@@ -313,9 +183,10 @@ fn issue4_audit_arrays_larger_than_their_room_are_refused() {
     assert!(w
         .check()
         .unwrap_err()
+        .to_string()
         .contains("lower lines, threads or --scale"));
     // So is a thread count that would take more host memory than a run should.
-    let err = sp().with_threads(70_000).check().unwrap_err();
+    let err = sp().with_threads(70_000).check().unwrap_err().to_string();
     assert!(
         err.contains("70000 threads is more than the 65536"),
         "{err}"
@@ -324,9 +195,34 @@ fn issue4_audit_arrays_larger_than_their_room_are_refused() {
     let text = "name = \"big\"\ndescription = \"d\"\nfollows = \"a test\"\n[[program]]\n\
                 kernel = \"ep\"\nthreads = 4\nlines = 1099511627776\niterations = 1\n\
                 compute_cycles = 1\nwrite_fraction = 0.0\n";
-    let err = Workload::from_toml(text, "big.toml").unwrap_err();
+    let err = Workload::from_toml(text, "big.toml")
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("big.toml: ep: 4 threads x 1099511627776 lines"),
         "{err}"
     );
+}
+
+/// A workload file whose steps the host could not hold is an error at load, not an allocation
+/// of tens of GB (4e9 iterations of 2 SP threads would fill them within seconds).
+#[test]
+fn a_workload_too_long_to_hold_in_memory_is_refused_at_load() {
+    let text = |iterations: u64, threads: u32| {
+        format!(
+            "name = \"w\"\ndescription = \"d\"\nfollows = \"f\"\n[[program]]\nkernel = \"sp\"\n\
+             threads = {threads}\nlines = 16\niterations = {iterations}\ncompute_cycles = 0\n\
+             write_fraction = 0.5\n"
+        )
+    };
+    let e = numaff_workload::Workload::from_toml(&text(4_000_000_000, 2), "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("w.toml: about "), "{e}");
+    assert!(e.contains("sp x 4000000000 iterations"), "{e}");
+    // Just under and just over the bound (12 steps per SP iteration, 8 more per thread).
+    let max = numaff_workload::kernels::MAX_STEPS;
+    let fits = (max / 2 - 8) / 12;
+    assert!(numaff_workload::Workload::from_toml(&text(fits, 2), "w.toml").is_ok());
+    assert!(numaff_workload::Workload::from_toml(&text(fits + 1, 2), "w.toml").is_err());
 }

@@ -1,7 +1,7 @@
-//! Issue 3, item 4: numaff-linux on real multi-node kernels. Each test boots one QEMU guest (2, 4 or
-//! 8 nodes) and runs several subcommands of the payload `numaff-guest` (src/bin/numaff-guest.rs)
-//! there, then checks the `key=value` lines it printed. Placement is confirmed twice, by a
-//! move_pages query and by /proc/PID/numa_maps; data is checked byte for byte against its pattern.
+//! numaff-linux on real multi-node kernels: each test boots one QEMU guest (2, 4 or 8 nodes), runs
+//! several subcommands of the payload `numaff-guest` (src/bin/numaff-guest.rs) there, and checks
+//! the `key=value` lines it printed. Placement is confirmed twice, by a move_pages query and by
+//! /proc/PID/numa_maps; data is checked byte for byte against its pattern.
 //!
 //! The payload's buffers use MADV_NOHUGEPAGE (the guest kernel's THP is "always"), so page counts are
 //! exact. The guests that assert where pages are boot with `numa_balancing=disable` (the Debian
@@ -251,7 +251,7 @@ fn check_eperm(r: &Report) {
 fn check_stress(r: &Report, guest: &str) {
     let runs = r.all("stress.run");
     note(&format!(
-        "issue3 stress ({guest}): {} runs, seeds {}, {} s",
+        "stress ({guest}): {} runs, seeds {}, {} s",
         runs.len(),
         r.get("stress.seeds"),
         r.get("stress.seconds")
@@ -260,7 +260,7 @@ fn check_stress(r: &Report, guest: &str) {
     assert!(
         failed.is_empty(),
         "stress failures (the same random choices again: NUMAFF_STRESS_SEED={} cargo test -p \
-         numaff-testvm --test issue3_guests):\n{}",
+         numaff-testvm --test numaff_linux_in_guests):\n{}",
         stress_base(),
         failed
             .iter()
@@ -285,12 +285,12 @@ fn check_stress(r: &Report, guest: &str) {
 }
 
 /// `contend`: moves racing a second mover of the same pages end without an error, the busy pages
-/// the kernel reported were tried again (issue 7: a placement once failed on 2 busy pages), and
-/// a last move alone puts every page on node 1 with its data intact.
-fn issue7_check_contend(r: &Report) {
+/// the kernel reported were tried again (a bug: a placement failed on 2 busy pages), and a last
+/// move alone puts every page on node 1 with its data intact.
+fn check_contend(r: &Report) {
     let n = r.num("contend.pages");
     note(&format!(
-        "issue7 contend (2 nodes): {} rounds against {} moves of the other thread, {} \
+        "contend (2 nodes): {} rounds against {} moves of the other thread, {} \
          move_pages calls, {} busy pages tried again, {} still busy after the retries",
         r.get("contend.rounds"),
         r.get("contend.other_moves"),
@@ -421,7 +421,7 @@ fn check_affinity(r: &Report, node: u32) {
 // The guests.
 
 #[test]
-fn issue3_two_nodes_move_migrate_exit_refuse_stress() {
+fn two_nodes_move_migrate_exit_refuse_stress_and_contend() {
     let base = stress_base();
     let guest = Guest::new(2, 2, 256)
         .kernel_arg("numa_balancing=disable")
@@ -439,7 +439,7 @@ fn issue3_two_nodes_move_migrate_exit_refuse_stress() {
             "contend --pages 256 --rounds 40".into(),
         ],
     );
-    note(&format!("issue3 2-node guest: {:.1} s", r.seconds));
+    note(&format!("2-node guest: {:.1} s", r.seconds));
     assert_eq!(r.get("numa_balancing"), "Disabled", "{}", r.raw);
     check_move(&r, &[1]);
     check_migrate(&r, 1);
@@ -447,11 +447,11 @@ fn issue3_two_nodes_move_migrate_exit_refuse_stress() {
     check_eperm(&r);
     check_stress(&r, "2 nodes");
     assert_eq!(r.all("bench.batch").len(), 4, "{}", r.raw);
-    issue7_check_contend(&r);
+    check_contend(&r);
 }
 
 #[test]
-fn issue3_four_nodes_move_on_policies_affinity_stress() {
+fn four_nodes_move_policies_affinity_stress() {
     let base = stress_base() + 1000;
     let guest = Guest::new(4, 1, 256)
         .kernel_arg("numa_balancing=disable")
@@ -465,7 +465,7 @@ fn issue3_four_nodes_move_on_policies_affinity_stress() {
             format!("stress --runs 20 --seed {base} --pages 1024 --max-ms 300"),
         ],
     );
-    note(&format!("issue3 4-node guest: {:.1} s", r.seconds));
+    note(&format!("4-node guest: {:.1} s", r.seconds));
     check_move(&r, &[1, 3]);
     check_policy(&r, 4);
     check_affinity(&r, 2);
@@ -473,7 +473,7 @@ fn issue3_four_nodes_move_on_policies_affinity_stress() {
 }
 
 #[test]
-fn issue3_eight_nodes_policies_affinity_stress_with_numa_balancing() {
+fn eight_nodes_policies_affinity_stress_with_numa_balancing() {
     let base = stress_base() + 2000;
     let guest = Guest::new(8, 1, 128).timeout(240);
     let r = run(
@@ -485,7 +485,7 @@ fn issue3_eight_nodes_policies_affinity_stress_with_numa_balancing() {
             format!("stress --runs 15 --seed {base} --pages 1024 --max-ms 300"),
         ],
     );
-    note(&format!("issue3 8-node guest: {:.1} s", r.seconds));
+    note(&format!("8-node guest: {:.1} s", r.seconds));
     check_policy(&r, 8);
     check_affinity(&r, 2);
     check_migrate(&r, 7);
@@ -493,14 +493,14 @@ fn issue3_eight_nodes_policies_affinity_stress_with_numa_balancing() {
 }
 
 #[test]
-fn issue3_small_node_counts_no_memory_and_keeps_every_byte() {
+fn small_node_counts_no_memory_and_keeps_every_byte() {
     // Node 1 has 64 MiB; 96 MiB of pages cannot all go there.
     let guest = Guest::new(2, 1, 384)
         .node_memory(1, 64)
         .kernel_arg("numa_balancing=disable")
         .timeout(120);
     let r = run(guest, &["enomem --pages 24576 --to 1".into()]);
-    note(&format!("issue3 small-node guest: {:.1} s", r.seconds));
+    note(&format!("small-node guest: {:.1} s", r.seconds));
     let n = r.num("enomem.pages");
     assert_eq!(r.nodes("enomem.start.query"), map(&[(0, n)]), "{}", r.raw);
     assert_eq!(r.get("enomem.result"), "ok", "{}", r.raw);
@@ -520,7 +520,7 @@ fn issue3_small_node_counts_no_memory_and_keeps_every_byte() {
     assert_eq!(r.num("enomem.after.bad_pages"), 0);
     assert_eq!(r.num("enomem.final.bad_pages"), 0);
     note(&format!(
-        "issue3 small node, raw kernel answer: {}",
+        "small node, raw kernel answer: {}",
         r.get("enomem.raw")
     ));
 }

@@ -1,11 +1,11 @@
-//! Issue 4: replay of a recorded page-level trace (numaff_behave's Parquet and CSV traces) as a
-//! simulator workload.
+//! Replay of a recorded page-level trace (numaff_behave's Parquet and CSV traces) as a simulator
+//! workload: the recorded threads, cpus and gaps are kept, and placement changes only the cost.
 
 #![allow(clippy::unwrap_used)]
 
 use numaff_behave::{tracefile, Kind, Sample, TraceMeta};
 use numaff_machine::catalog as machines;
-use numaff_workload::{run, trace as replay, DataChoice, RunOptions, ThreadPolicy};
+use numaff_workload::{replay, run, DataChoice, RunOptions, ThreadPolicy};
 
 /// Two threads of one process on kmaf-sim-4x2, thread 1 on cpu 0 (node 0) and thread 2 on cpu 4
 /// (node 2), each storing to and then loading 64 pages of its own, 1 sample per 50 ns.
@@ -41,7 +41,7 @@ fn load(ext: &str) -> numaff_workload::Workload {
 }
 
 #[test]
-fn issue4_trace_replay_runs_each_recorded_thread_on_its_cpu() {
+fn replay_runs_each_recorded_thread_on_its_cpu() {
     let m = machines::load("kmaf-sim-4x2").unwrap();
     for ext in ["parquet", "csv"] {
         let w = load(ext);
@@ -65,7 +65,7 @@ fn issue4_trace_replay_runs_each_recorded_thread_on_its_cpu() {
 }
 
 #[test]
-fn issue4_trace_replay_placement_changes_the_cost_not_the_accesses() {
+fn replay_placement_changes_the_cost_not_the_accesses() {
     let m = machines::load("kmaf-sim-4x2").unwrap();
     let w = load("parquet");
     let go = |data| {
@@ -94,18 +94,20 @@ fn issue4_trace_replay_placement_changes_the_cost_not_the_accesses() {
 }
 
 #[test]
-fn issue4_trace_replay_bad_input_says_what_and_where() {
+fn bad_trace_input_says_what_and_where() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.parquet");
-    let e = replay::load(&missing, 1.8).unwrap_err();
+    let e = replay::load(&missing, 1.8).unwrap_err().to_string();
     assert!(e.contains("nope.parquet"), "{e}");
     let garbage = dir.path().join("bad.csv");
     std::fs::write(&garbage, "not,a,trace\n1,2,3\n").unwrap();
-    let e = replay::load(&garbage, 1.8).unwrap_err();
+    let e = replay::load(&garbage, 1.8).unwrap_err().to_string();
     assert!(e.contains("bad.csv"), "{e}");
     // A generated workload has no recorded cpus.
     let m = machines::load("kmaf-sim-4x2").unwrap();
     let w = numaff_workload::catalog::load("nas-ep").unwrap();
-    let e = numaff_workload::placement(&m, &w, &ThreadPolicy::Recorded, 0).unwrap_err();
+    let e = numaff_workload::placement(&m, &w, &ThreadPolicy::Recorded, 0)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("--trace"), "{e}");
 }
