@@ -23,6 +23,8 @@
 //! - random / random_block: uniform node per page / per block, from a seeded generator
 //!   (SplitMix64 of seed and page index, so the result does not depend on call order).
 
+use numaff_machine::rng::hash;
+
 /// Node index of page `i` under cyclic over `m` nodes.
 pub fn cyclic(i: u64, m: u32) -> u32 {
     debug_assert!(m > 0);
@@ -143,19 +145,11 @@ pub fn column_pages(
     out.into_iter().collect()
 }
 
-/// SplitMix64: a well-mixed 64-bit value from `x`.
-pub fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// Node index of unit `i` (a page, or a block for random_block) under random with `seed` over `m`
 /// nodes: uniform (Lemire's multiply-shift reduction of a SplitMix64 draw).
 pub fn random(i: u64, seed: u64, m: u32) -> u32 {
     debug_assert!(m > 0);
-    let r = splitmix64(seed ^ splitmix64(i));
+    let r = hash(seed ^ hash(i));
     ((u128::from(r) * u128::from(m)) >> 64) as u32
 }
 

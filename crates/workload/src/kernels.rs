@@ -7,7 +7,9 @@
 //! (dynamic behaviour: a shift moves the work away from where first touch put the data). "Halo"
 //! is `L / 8` lines of a neighbouring share.
 
-use crate::ops::{mix, Step, LINE};
+use numaff_machine::rng::hash;
+
+use crate::ops::{Step, LINE};
 use crate::spec::{Init, Kernel, Program};
 
 /// Where a program's arrays live: array `k` starts at `base + k * gap`.
@@ -149,12 +151,12 @@ fn kernel_steps(p: &Program, n: u64, t: u64, lay: Layout, out: &mut Vec<Step>) {
     let halo = (l / 8).max(1);
     let phases = u64::from(p.phases.max(1));
     let iters = u64::from(p.iterations);
-    let seed = mix(p.seed ^ mix(t ^ 0xA5A5));
+    let seed = hash(p.seed ^ hash(t ^ 0xA5A5));
     for it in 0..iters {
         let phase = it * phases / iters.max(1);
         let b = (t + phase * u64::from(p.phase_shift)) % n;
         let (prev, next) = ((b + n - 1) % n, (b + 1) % n);
-        let rseed = mix(seed ^ it);
+        let rseed = hash(seed ^ it);
         match p.kernel {
             // Domain decomposition with neighbour exchange (000 §3.1 SP; 001 §5 BT/SP): update
             // the own share, then read the facing halos of both neighbours.
@@ -224,9 +226,9 @@ fn kernel_steps(p: &Program, n: u64, t: u64, lay: Layout, out: &mut Vec<Step>) {
             Kernel::Ua => {
                 out.push(Step::sweep(share(0, l, b), l, w, c));
                 out.push(Step::Barrier);
-                let pseed = mix(p.seed ^ mix(b ^ (phase << 32)));
+                let pseed = hash(p.seed ^ hash(b ^ (phase << 32)));
                 for k in 0..3u64 {
-                    let other = (b + 1 + mix(pseed ^ k) % (n.max(2) - 1)) % n;
+                    let other = (b + 1 + hash(pseed ^ k) % (n.max(2) - 1)) % n;
                     out.push(Step::Random {
                         base: share(0, l, other),
                         lines: l,
@@ -460,7 +462,7 @@ fn pipeline(p: &Program, n: u64, t: u64, lay: Layout, seed: u64, out: &mut Vec<S
                 write: tw * w.max(0.1),
                 compute: c,
                 dependent: p.kernel == Kernel::Ferret,
-                seed: mix(seed ^ i),
+                seed: hash(seed ^ i),
             });
         }
         if stage + 1 < stages {

@@ -2,6 +2,7 @@
 //! (sweeps over a range of lines, random accesses in a range, compute, barriers) that [`Ops`]
 //! unrolls lazily into the simulator's [`Op`]s, one at a time.
 
+use numaff_machine::rng::hash;
 use numaff_sim::{Access, Op};
 
 /// Bytes per cache line; addresses are generated line by line.
@@ -156,15 +157,7 @@ fn writes(i: u64, w: f64) -> bool {
     ((i + 1) as f64 * w) as u64 > (i as f64 * w) as u64
 }
 
-/// A deterministic 64-bit mix (SplitMix64's finaliser), the generators' only randomness.
-pub fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The `i`-th access of a `Step::Random` whose address stream is at `state` (after `mix`).
+/// The `i`-th access of a `Step::Random` whose address stream is at `state` (after `hash`).
 #[inline(always)]
 fn random_access(
     state: u64,
@@ -306,10 +299,10 @@ impl Iterator for Ops {
                         continue;
                     }
                     if i == 0 {
-                        self.state = mix(seed);
+                        self.state = hash(seed);
                     }
                     self.i += 1;
-                    self.state = mix(self.state);
+                    self.state = hash(self.state);
                     let acc = random_access(self.state, base, lines, i, write, compute, dependent);
                     return Some(Op::Access(acc));
                 }
@@ -410,7 +403,7 @@ impl Ops {
                 let k = (buf.len() as u64).min(count.saturating_sub(i)) as usize;
                 let mut state = self.state;
                 for slot in &mut buf[..k] {
-                    state = mix(state);
+                    state = hash(state);
                     let acc = random_access(state, base, lines, i, write, compute, dependent);
                     *slot = Op::Access(acc);
                     i += 1;
@@ -481,7 +474,7 @@ mod tests {
         ];
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..200 {
-            x = mix(x);
+            x = hash(x);
             ws.push((x >> 11) as f64 / (1u64 << 53) as f64);
         }
         // Small indices densely, then indices around powers of two (where `as f64` starts to
@@ -492,7 +485,7 @@ mod tests {
             is.extend([p - 2, p - 1, p, p + 1]);
         }
         for _ in 0..2000 {
-            x = mix(x);
+            x = hash(x);
             is.push(x >> (x % 40 + 1));
         }
         is.extend([

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use numaff_linux::mempolicy::{self, Mode};
 use numaff_linux::moves::{self, Budget, Dest, MoveCounts, Scope};
 use numaff_linux::{affinity, balancing, mpol, numa_maps, pages, tasks};
+use numaff_machine::rng::{mix, SplitMix64};
 use numaff_machine::CpuSet;
 
 type R<T> = Result<T, String>;
@@ -137,30 +138,6 @@ fn fmt_counts(c: &MoveCounts) -> String {
 
 fn e2s<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
-}
-
-/// SplitMix64: small, fast, good enough for test patterns and random choices.
-#[derive(Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        mix(self.0)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// An anonymous private mapping of whole pages without transparent huge pages.
@@ -923,7 +900,7 @@ fn cmd_writer(o: &Opts) -> R<()> {
         }
         s2.store(true, Ordering::SeqCst);
     });
-    let mut rng = Rng(seed ^ 0x5eed);
+    let mut rng = SplitMix64::new(seed ^ 0x5eed);
     let mut bad = 0u64;
     let mut writes = 0u64;
     let mut passes = 0u64;
@@ -937,7 +914,7 @@ fn cmd_writer(o: &Opts) -> R<()> {
         }
     };
     while !stop.load(Ordering::Relaxed) {
-        let p = rng.below(n as u64) as usize;
+        let p = rng.below(n);
         if !page_ok(&b, seed, p, gen[p]) {
             bad += 1;
             println!("corrupt=page:{p} gen:{} seed:{seed}", gen[p]);
@@ -967,14 +944,14 @@ fn mover_loop(pid: i32, addrs: &[u64], migrate: bool, seed: u64, stop: &AtomicBo
         return "error cannot read online nodes".into();
     };
     let all: Vec<u32> = online.iter().collect();
-    let mut rng = Rng(seed ^ 0x3a0e);
+    let mut rng = SplitMix64::new(seed ^ 0x3a0e);
     let mut moved = 0u64;
     let mut calls = 0u64;
     while !stop.load(Ordering::Relaxed) {
         calls += 1;
         if migrate {
-            let from = all[rng.below(all.len() as u64) as usize];
-            let to = all[rng.below(all.len() as u64) as usize];
+            let from = all[rng.below(all.len())];
+            let to = all[rng.below(all.len())];
             let one = |n: u32| -> CpuSet { std::iter::once(n).collect() };
             match moves::migrate_pages(pid, &one(from), &one(to)) {
                 Ok(_) => {}
@@ -985,19 +962,19 @@ fn mover_loop(pid: i32, addrs: &[u64], migrate: bool, seed: u64, stop: &AtomicBo
             }
             continue;
         }
-        let lo = rng.below(addrs.len() as u64) as usize;
-        let hi = lo + 1 + rng.below((addrs.len() - lo) as u64) as usize;
+        let lo = rng.below(addrs.len());
+        let hi = lo + 1 + rng.below(addrs.len() - lo);
         let range = &addrs[lo..hi];
         let per: Vec<u32>;
-        let dest = if rng.below(4) == 0 {
+        let dest = if rng.below_u64(4) == 0 {
             per = (0..range.len())
-                .map(|_| all[rng.below(all.len() as u64) as usize])
+                .map(|_| all[rng.below(all.len())])
                 .collect();
             Dest::PerPage(&per)
         } else {
-            Dest::Node(all[rng.below(all.len() as u64) as usize])
+            Dest::Node(all[rng.below(all.len())])
         };
-        let budget = Budget::pages(1 + rng.below(1024) as usize);
+        let budget = Budget::pages(1 + rng.below(1024));
         let mut done = 0;
         while done < range.len() && !stop.load(Ordering::Relaxed) {
             match moves::move_pages(pid, &range[done..], dest.from(done), Scope::Private, budget) {
@@ -1035,10 +1012,10 @@ fn cmd_mover(o: &Opts) -> R<()> {
 /// One stress run: Ok(summary) or Err(failure), both naming the seed.
 fn stress_run(seed: u64, n: usize, max_ms: u64) -> R<String> {
     let t0 = Instant::now();
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     // The mode rotates with the seed, so any three consecutive runs cover all three.
     let mode = seed % 3;
-    let kill_after = Duration::from_millis(20 + rng.below(max_ms.max(21) - 20));
+    let kill_after = Duration::from_millis(20 + rng.below_u64(max_ms.max(21) - 20));
     let s = |x: &str| x.to_string();
     let (mut writer, mut wstdin, wlines) = spawn(
         &[
