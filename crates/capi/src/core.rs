@@ -282,6 +282,8 @@ impl Library {
                 )
             })?;
         let mapped = bytes.div_ceil(self.page) * self.page;
+        // A raw mapping rather than an owned memmap2 one: it belongs to the C program and must live
+        // until numaff_free, whatever happens to the library's state.
         // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
         let p = unsafe {
             libc::mmap(

@@ -29,8 +29,12 @@ pub struct DemoRingArgs {
     ms: u64,
 }
 
-/// A shared anonymous mapping, unmapped when dropped.
+/// A shared anonymous mapping, unmapped when dropped: /dev/zero mapped shared, which the kernel
+/// makes the same shmem object as `MAP_SHARED | MAP_ANONYMOUS` (memmap2 maps anonymous memory
+/// private only).
 struct SharedBuffer {
+    /// Owns the mapping; `ptr` is its start.
+    _map: memmap2::MmapMut,
     ptr: *mut u8,
     len: usize,
 }
@@ -41,25 +45,19 @@ unsafe impl Sync for SharedBuffer {}
 
 impl SharedBuffer {
     fn new(len: usize) -> Result<Self> {
-        // SAFETY: a fresh shared anonymous mapping, checked below, unmapped on drop.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+        let map = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/zero")
+            // SAFETY: /dev/zero mapped shared is fresh anonymous memory; nothing else maps it.
+            .and_then(|zero| unsafe { memmap2::MmapOptions::new().len(len).map_mut(&zero) });
+        let mut map = match map {
+            Ok(m) => m,
+            Err(e) => bail!("cannot map {len} bytes of shared memory: {e}"),
         };
-        if ptr == libc::MAP_FAILED {
-            bail!(
-                "cannot map {len} bytes of shared memory: {}",
-                std::io::Error::last_os_error()
-            );
-        }
         Ok(SharedBuffer {
-            ptr: ptr.cast(),
+            ptr: map.as_mut_ptr(),
+            _map: map,
             len,
         })
     }
@@ -77,13 +75,6 @@ impl SharedBuffer {
             // SAFETY: k < len, inside the mapping.
             .map(|k| u64::from(unsafe { std::ptr::read_volatile(self.ptr.add(k)) }))
             .sum()
-    }
-}
-
-impl Drop for SharedBuffer {
-    fn drop(&mut self) {
-        // SAFETY: unmapping the mapping made in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
     }
 }
 

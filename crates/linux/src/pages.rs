@@ -123,22 +123,11 @@ mod tests {
     fn touched_on_node0_untouched_not_present() {
         let ps = page_size();
         let n = 600; // more than two batches
-                     // SAFETY: a fresh private anonymous mapping, unmapped at the end of the test.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                n * ps,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        let base = p as *mut u8;
+        let mut map = memmap2::MmapMut::map_anon(n * ps).unwrap();
+        let p = map.as_mut_ptr();
         for i in (0..n).filter(|i| i % 2 == 0) {
             // SAFETY: i * ps is inside the n * ps byte mapping.
-            unsafe { base.add(i * ps).write_volatile(1) };
+            unsafe { p.add(i * ps).write_volatile(1) };
         }
         let pl = query_range(0, p as u64, (n * ps) as u64).unwrap();
         assert_eq!(pl.status.len(), n);
@@ -152,8 +141,7 @@ mod tests {
         }
         assert_eq!(pl.per_node(), BTreeMap::from([(0, (n / 2) as u64)]));
         assert_eq!(pl.not_present(), n / 2);
-        // SAFETY: unmaps exactly the mapping made above.
-        unsafe { libc::munmap(p, n * ps) };
+        drop(map);
         // After unmapping, the addresses are in no mapping.
         let pl = query(0, &[p as u64]).unwrap();
         assert_eq!(pl.status, vec![PageStatus::BadAddress]);

@@ -13,26 +13,21 @@ use numaff_machine::CpuSet;
 
 /// A private anonymous mapping of `n` pages, unmapped on drop.
 struct Buf {
-    ptr: *mut libc::c_void,
+    /// Owns the mapping (unmapped on drop); `ptr` is its start.
+    _map: memmap2::MmapMut,
+    ptr: *mut u8,
     len: usize,
 }
 
 impl Buf {
     fn new(n: usize) -> Buf {
         let len = n * pages::page_size();
-        // SAFETY: a fresh private anonymous mapping, unmapped in Drop.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(ptr, libc::MAP_FAILED);
-        Buf { ptr, len }
+        let mut map = memmap2::MmapMut::map_anon(len).unwrap();
+        Buf {
+            ptr: map.as_mut_ptr(),
+            _map: map,
+            len,
+        }
     }
     fn addr(&self) -> u64 {
         self.ptr as u64
@@ -40,20 +35,13 @@ impl Buf {
     fn touch(&self, page: usize) {
         // SAFETY: the offset is inside the mapping (callers pass page < n).
         unsafe {
-            (self.ptr as *mut u8)
+            self.ptr
                 .add(page * pages::page_size())
                 .write_volatile(page as u8 | 1)
         };
     }
     fn addrs(&self) -> Vec<u64> {
         moves::page_addrs(self.addr(), self.len as u64)
-    }
-}
-
-impl Drop for Buf {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in new().
-        unsafe { libc::munmap(self.ptr, self.len) };
     }
 }
 

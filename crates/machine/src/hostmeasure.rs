@@ -432,11 +432,10 @@ fn summarize(mut samples: Vec<f64>) -> (f64, Spread) {
 // ---------------------------------------------------------------------------------------------
 // The buffer: mmap, mbind, initialise, munmap.
 
-/// An anonymous mapping, unmapped on drop. `start .. start + len` is the part in use (aligned to
-/// 2 MiB when huge pages are asked for).
+/// An anonymous private mapping (memmap2), unmapped on drop. `start .. start + len` is the part in
+/// use (aligned to 2 MiB when huge pages are asked for).
 struct Buffer {
-    map: *mut libc::c_void,
-    map_len: usize,
+    _map: memmap2::MmapMut,
     start: *mut usize,
     len: usize,
 }
@@ -446,26 +445,12 @@ impl Buffer {
         let map_len = len
             .checked_add(align)
             .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))?;
-        // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let addr = map as usize;
-        let aligned = addr.next_multiple_of(align.max(1));
+        let mut map = memmap2::MmapOptions::new().len(map_len).map_anon()?;
+        let base = map.as_mut_ptr();
+        let offset = (base as usize).next_multiple_of(align.max(1)) - base as usize;
         Ok(Buffer {
-            map,
-            map_len,
-            start: aligned as *mut usize,
+            start: base.wrapping_add(offset).cast(),
+            _map: map,
             len,
         })
     }
@@ -480,15 +465,6 @@ impl Buffer {
         // SAFETY: as in `words`, and &mut self makes this the only reference.
         unsafe {
             std::slice::from_raw_parts_mut(self.start, self.len / std::mem::size_of::<usize>())
-        }
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        // SAFETY: map/map_len are exactly what mmap returned; no slice of it outlives self.
-        unsafe {
-            libc::munmap(self.map, self.map_len);
         }
     }
 }

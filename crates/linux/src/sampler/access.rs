@@ -312,45 +312,22 @@ mod tests {
 
     /// A fresh private anonymous mapping of small pages, each written once by this thread (one
     /// page fault per page), unmapped when dropped.
-    struct FreshPages {
-        buf: *mut libc::c_void,
-        len: usize,
-    }
+    struct FreshPages(memmap2::MmapMut);
 
     impl FreshPages {
         fn touch(pages: usize) -> Self {
-            let len = pages * page_size();
-            // SAFETY: a fresh private anonymous mapping, checked, written inside, unmapped on drop.
-            let buf = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            assert_ne!(buf, libc::MAP_FAILED);
-            // SAFETY: advice on the mapping made above. Small pages: one fault per page also
-            // where transparent huge pages are always on.
-            unsafe { libc::madvise(buf, len, libc::MADV_NOHUGEPAGE) };
+            let mut map = memmap2::MmapMut::map_anon(pages * page_size()).unwrap();
+            // Small pages: one fault per page also where transparent huge pages are always on.
+            let _ = map.advise(memmap2::Advice::NoHugePage);
             for i in 0..pages {
                 // SAFETY: i * page is inside the mapping.
-                unsafe { std::ptr::write_volatile(buf.cast::<u8>().add(i * page_size()), 1) };
+                unsafe { std::ptr::write_volatile(map.as_mut_ptr().add(i * page_size()), 1) };
             }
-            FreshPages { buf, len }
+            FreshPages(map)
         }
 
         fn range(&self) -> std::ops::Range<u64> {
-            self.buf as u64..self.buf as u64 + self.len as u64
-        }
-    }
-
-    impl Drop for FreshPages {
-        fn drop(&mut self) {
-            // SAFETY: unmapping the mapping made in `touch`.
-            unsafe { libc::munmap(self.buf, self.len) };
+            self.0.as_ptr() as u64..self.0.as_ptr() as u64 + self.0.len() as u64
         }
     }
 

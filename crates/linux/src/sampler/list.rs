@@ -211,22 +211,10 @@ fn kernel_config_has(key: &str) -> Option<bool> {
 pub(crate) fn soft_dirty_probe() -> Option<bool> {
     use std::io::{Read, Seek, SeekFrom};
     let page = page_size();
-    // SAFETY: a fresh private anonymous mapping of one page, written once and unmapped below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
-    // SAFETY: p points to one writable page.
-    unsafe { std::ptr::write_volatile(p.cast::<u8>(), 1) };
+    let mut map = memmap2::MmapMut::map_anon(page).ok()?;
+    let p = map.as_mut_ptr();
+    // SAFETY: p points to the mapping's first byte, writable and alive until `map` drops.
+    unsafe { std::ptr::write_volatile(p, 1) };
     let entry = (|| {
         let mut f = std::fs::File::open("/proc/self/pagemap").ok()?;
         f.seek(SeekFrom::Start((p as u64 / page as u64) * 8)).ok()?;
@@ -234,8 +222,7 @@ pub(crate) fn soft_dirty_probe() -> Option<bool> {
         f.read_exact(&mut b).ok()?;
         Some(u64::from_ne_bytes(b))
     })();
-    // SAFETY: unmapping the page mapped above.
-    unsafe { libc::munmap(p, page) };
+    drop(map);
     let e = entry?;
     // Bit 63: present. Without it the answer means nothing.
     (e >> 63 & 1 == 1).then_some(e >> 55 & 1 == 1)

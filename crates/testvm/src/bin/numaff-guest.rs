@@ -142,6 +142,8 @@ fn e2s<E: std::fmt::Display>(e: E) -> String {
 
 /// An anonymous private mapping of whole pages without transparent huge pages.
 struct Buf {
+    /// Owns the mapping (unmapped on drop); `ptr` is its start.
+    _map: memmap2::MmapMut,
     ptr: *mut u8,
     len: usize,
 }
@@ -149,26 +151,13 @@ struct Buf {
 impl Buf {
     fn new(pages: usize) -> R<Buf> {
         let len = pages * pages::page_size();
-        // SAFETY: a fresh private anonymous mapping, unmapped in Drop.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(format!("mmap of {pages} pages failed"));
-        }
-        // SAFETY: advice on the mapping just made.
-        if unsafe { libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE) } != 0 {
-            return Err("madvise(MADV_NOHUGEPAGE) failed".into());
-        }
+        let mut map = memmap2::MmapMut::map_anon(len)
+            .map_err(|e| format!("mmap of {pages} pages failed: {e}"))?;
+        map.advise(memmap2::Advice::NoHugePage)
+            .map_err(|e| format!("madvise(MADV_NOHUGEPAGE) failed: {e}"))?;
         Ok(Buf {
-            ptr: ptr as *mut u8,
+            ptr: map.as_mut_ptr(),
+            _map: map,
             len,
         })
     }
@@ -188,13 +177,6 @@ impl Buf {
         assert!(p < self.pages());
         // SAFETY: page p lies inside the mapping, is 8-byte aligned and ps / 8 words long.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(p * ps) as *mut u64, ps / 8) }
-    }
-}
-
-impl Drop for Buf {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in new().
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
     }
 }
 
