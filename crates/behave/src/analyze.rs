@@ -1004,12 +1004,10 @@ mod tests {
     fn analyze_batches_equal_per_sample_tables() {
         use crate::numa_table::NumaTable;
         use crate::sharing::{SharingMatrix, SharingTable};
-        let mut x = 0x51_7cc1_b727_220au64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x51_7cc1_b727_220a);
         let samples: Vec<Sample> = (0..30_000u64)
             .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 let t = (x % 6) as u32;
                 Sample {
                     time_ns: i * 1000,

@@ -124,12 +124,10 @@ mod tests {
 
     /// A reproducible stream of samples on a few nodes and threads, some without a thread.
     fn stream(n: usize, threads: u64) -> Vec<TableSample> {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x2545_f491_4f6c_dd1d);
         (0..n)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 let thread = (x % (threads + 1)) as u16;
                 TableSample {
                     // Mostly a hot 64 KiB (shared blocks), else anywhere in 64 MiB (new chunks).

@@ -360,12 +360,10 @@ mod tests {
     /// semantics hold for it too).
     #[test]
     fn record_batch_equals_records() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0);
         let accesses: Vec<(u16, u64)> = (0..5000)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 ((x % 6) as u16, 0x7f00_0000_0000 + (x >> 20) % (1 << 16))
             })
             .collect();

@@ -1008,11 +1008,9 @@ mod tests {
             "48 sets is no power of two"
         );
         assert!(!SetAssoc::new(64 * 16 * 64, 64, 16).is_p8(), "16 ways");
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x2545_f491_4f6c_dd1d);
         for i in 0..200_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let line = ((x >> 20) % 1_500) | ((x & 1) << 57);
             let state = (x >> 8) as u8 % 3;
             // Another line, for the victim `fill_absent_removing_p8` removes: in the same set
@@ -1061,11 +1059,9 @@ mod tests {
             let mut c = SetAssoc::new(64 * ways as u64 * sets, 64, ways as u32);
             assert_eq!(c.is_w20(), ways == 20);
             let mut model: Vec<Vec<u64>> = vec![vec![0; ways]; sets as usize];
-            let mut x = 0x2545_f491_4f6c_dd1du64 ^ sets;
+            let mut rng = numaff_machine::rng::SplitMix64::new(0x2545_f491_4f6c_dd1d ^ sets);
             for step in 0..100_000u32 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 // Some lines far apart in the same set (equal in their entries' low 32 bits).
                 let line = (x >> 8) % (3 * ways as u64 * sets) + (x >> 62) * (sets << 32);
                 let s = (line % sets) as usize;
@@ -1162,7 +1158,7 @@ mod tests {
 
     #[test]
     fn fastmod_equals_remainder() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0);
         for d in [
             1u64,
             3,
@@ -1180,9 +1176,7 @@ mod tests {
                 assert_eq!(fastmod(a, magic, d), a % d, "{a} % {d}");
             }
             for _ in 0..20_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 assert_eq!(fastmod(x, magic, d), x % d, "{x} % {d}");
                 let small = x >> 40;
                 assert_eq!(fastmod(small, magic, d), small % d, "{small} % {d}");
@@ -1217,11 +1211,9 @@ mod tests {
             let mut c = SetAssoc::new(64 * ways as u64 * 16, 64, ways as u32);
             assert_eq!(c.set8(0).is_some(), ways == 8);
             let mut model: Vec<Vec<u64>> = vec![vec![0; ways]; 16];
-            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut rng = numaff_machine::rng::SplitMix64::new(0);
             for step in 0..100_000u32 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 // 3 x ways lines per set, and now and then a line whose tag does not fit 62
                 // bits (as the lines of processes 16 and up, `pi << 58`, do).
                 let line = if x.is_multiple_of(101) {
@@ -1284,11 +1276,9 @@ mod tests {
         for (size, ways) in [(25 << 20, 20), (32 << 10, 8)] {
             let mut a = SetAssoc::new(size, 64, ways);
             let mut b = a.clone();
-            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let mut rng = numaff_machine::rng::SplitMix64::new(0x2545_f491_4f6c_dd1d);
             for step in 0..100_000u32 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 let line = (x >> 8) % (4 * size / 64);
                 let st = (step % 3) as u8;
                 let (ta, tb) = (a.touch(line), b.touch(line));
@@ -1312,11 +1302,9 @@ mod tests {
     fn private_line_states_agree_with_a_plain_model() {
         for (ways, sets) in [(20usize, 6u64), (8, 4), (12, 3)] {
             let mut c = SetAssoc::new(64 * sets * ways as u64, 64, ways as u32);
-            let mut x = 0x1234_5678_9abc_def1u64;
+            let mut rng = numaff_machine::rng::SplitMix64::new(0x1234_5678_9abc_def1);
             for step in 0..20_000u32 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 let line = (x >> 8) % (sets * ways as u64 * 3);
                 let st = ((x >> 40) % 4) as u8;
                 let base = c.set_of(line);
@@ -1385,11 +1373,9 @@ mod tests {
         let mut b8 = a8.clone();
         let mut a20 = SetAssoc::new(64 * 20 * 48, 64, 20);
         let mut b20 = a20.clone();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0);
         for i in 0..200_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let wide = if x >> 60 == 0 { (1 << 62) - 1 } else { 0 };
             let far = (x >> 3 & 1) * (48 << 32);
             let line = ((x >> 20) % 3_000) | ((x & 1) << 57) | far | wide;

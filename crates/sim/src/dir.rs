@@ -611,11 +611,9 @@ mod tests {
         } else {
             u64::MAX >> (64 - tracked)
         };
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0);
         for step in 0..50_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let key = (x >> 8) % 2000;
             let owner = match step % 4 {
                 0 => 0,

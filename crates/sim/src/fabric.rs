@@ -977,11 +977,9 @@ mod tests {
             f64::INFINITY,
             7.25,
         ];
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0);
         for _ in 0..2_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             vals.push((x >> 11) as f64 * 1e-6);
         }
         for &a in &vals {
@@ -1009,12 +1007,10 @@ mod tests {
             f.link_wait_ns += waits + pushed;
             wait + waits + f.lat[i * f.n + j]
         };
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0);
         let mut t = 0.0;
         for step in 0..50_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             t += (x % 8) as f64;
             let at = if x >> 20 & 15 == 0 {
                 t - ((x >> 24) % 2_000) as f64

@@ -485,12 +485,10 @@ mod tests {
             // The 33rd key grows the table, with a wrapped run in it.
             let wrapped_before = m.slots[0].key != EMPTY && m.slots[n - 1].key != EMPTY;
             assert!(wrapped_before, "a run wraps before the growth (top {top})");
-            let mut x = 0x1234_5678_9abc_def1u64 ^ top as u64;
+            let mut rng = numaff_machine::rng::SplitMix64::new(0x1234_5678_9abc_def1 ^ top as u64);
             let mut grown = 0;
             for step in 0..120_000u64 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 let key = x >> 20;
                 let before = m.slots.len();
                 if x.is_multiple_of(5) {
@@ -533,11 +531,9 @@ mod tests {
     fn linemap_agrees_with_hashmap_under_random_inserts_and_removes() {
         let mut m: LineMap<u32> = LineMap::default();
         let mut r: HashMap<u64, u32> = HashMap::new();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x2545_f491_4f6c_dd1d);
         for step in 0..200_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             // Few distinct keys so that removals hit, plus the reserved key now and then.
             let key = if x.is_multiple_of(97) {
                 u64::MAX
@@ -573,14 +569,11 @@ mod tests {
     }
 
     /// A random key among few (so that removals hit), the reserved key now and then.
-    fn next_key(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
+    fn key_of(x: u64) -> u64 {
         if x.is_multiple_of(89) {
             u64::MAX
         } else {
-            (*x >> 8) % 2500
+            (x >> 8) % 2500
         }
     }
 
@@ -591,9 +584,10 @@ mod tests {
         let mut m: LineMap<u32> = LineMap::default();
         let mut p: LineMap<u32> = LineMap::default();
         let mut r: HashMap<u64, u32> = HashMap::new();
-        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x1234_5678_9abc_def1);
         for step in 0..200_000u32 {
-            let key = next_key(&mut x);
+            let x = rng.next_u64();
+            let key = key_of(x);
             if x.is_multiple_of(4) {
                 assert_eq!(m.remove(&key), r.remove(&key).is_some(), "remove {key}");
                 p.remove(&key);
@@ -629,10 +623,11 @@ mod tests {
         let mut m: LineMap<u32> = LineMap::default();
         let mut p: LineMap<u32> = LineMap::default();
         let mut r: HashMap<u64, u32> = HashMap::new();
-        let mut x = 0x0bad_cafe_f00d_d00du64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x0bad_cafe_f00d_d00d);
         let mut removed = 0;
         for step in 0..200_000u32 {
-            let key = next_key(&mut x);
+            let x = rng.next_u64();
+            let key = key_of(x);
             let f = |v: &mut u32| {
                 *v = v.wrapping_add(step % 7 + 1);
                 (*v, v.is_multiple_of(3))

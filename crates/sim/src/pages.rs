@@ -259,11 +259,9 @@ mod tests {
     /// Random inserts, lookups and `set_sole`s against a `HashMap`; returns the table.
     fn agrees_with_hashmap(mut t: PageTable) -> PageTable {
         let mut r: HashMap<u64, Page> = HashMap::new();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x2545_f491_4f6c_dd1d);
         for step in 0..200_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             // Dense runs and far-apart pages (workloads place arrays terabytes apart), and the
             // last pages of the address space.
             let vp = match x % 5 {

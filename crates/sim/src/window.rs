@@ -71,12 +71,10 @@ mod tests {
         for mlp in [1, 2, 3, 10] {
             let mut ring = Window::new(mlp);
             let mut deque: VecDeque<f64> = VecDeque::new();
-            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut rng = numaff_machine::rng::SplitMix64::new(0);
             let mut t = 0.0f64;
             for i in 0..5_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 let mut wait = t;
                 if deque.len() >= mlp {
                     wait = wait.max(deque.pop_front().expect("full"));

@@ -8,13 +8,11 @@ use numaff_sim::{Access, DataPolicy, Op, ProcessSpec, Report, SimConfig, Simulat
 
 /// Two threads' ops: random-ish loads and stores with compute, a barrier, a flag handed over.
 fn batch_test_ops(t: u64) -> Vec<Op> {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ t;
+    let mut rng = numaff_machine::rng::SplitMix64::new(t);
     let mut ops = Vec::new();
     for phase in 0..3u64 {
         for i in 0..(97 + 13 * t) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let a = 0x2000_0000 + (x % (1 << 20)) / 64 * 64;
             let acc = if x.is_multiple_of(5) {
                 Access::write(a)

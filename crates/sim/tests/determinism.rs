@@ -28,14 +28,12 @@ fn mixed(seed: u64) -> (Report, Vec<Sample>) {
     let mut spec = ProcessSpec::new("mixed", DataPolicy::FirstTouch);
     for k in 0..8u32 {
         // A fixed pseudo-random stream (the workload is an input: the same for both seeds).
-        let mut x = 0x1234_5678_u64 + u64::from(k);
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x1234_5678 + u64::from(k));
         let ops = (0..6000u64).map(move |i| {
             if i % 1500 == 1499 {
                 return Op::Barrier;
             }
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let a = 0x1000_0000 + (x % (1 << 22));
             Op::Access(
                 if matches!(x % 5, 0) {

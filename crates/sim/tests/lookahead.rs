@@ -57,12 +57,10 @@ fn ops_run_in_generator_order_through_hits_and_misses() {
     // barriers between them, so that the thread switches in and out of pulling ahead.
     let mut want = Vec::new();
     let mut ops = Vec::new();
-    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rng = numaff_machine::rng::SplitMix64::new(0x2545_f491_4f6c_dd1d);
     for phase in 0..12u64 {
         for _ in 0..(50 + phase * 37) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let a = if phase % 2 == 0 {
                 0x2000_0000 + (x % 4096)
             } else {

@@ -648,7 +648,7 @@ mod tests {
         tenths: u64,
         n: u64,
     ) -> impl Iterator<Item = Op> + Send {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ seed;
+        let mut rng = numaff_machine::rng::SplitMix64::new(seed);
         (0..n).map(move |i| {
             if i % 10_000 == 9_999 {
                 return Op::Barrier;
@@ -656,9 +656,7 @@ mod tests {
             if i % 500 == 499 {
                 return Op::Compute(40);
             }
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let r = x % 10;
             let vaddr = base
                 + if r + tenths >= 10 {

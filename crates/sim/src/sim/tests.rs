@@ -77,15 +77,13 @@ fn mixed(
     let mut spec = ProcessSpec::new("shape", DataPolicy::Interleave);
     for (k, &i) in picks.iter().enumerate() {
         let conflict = conflict.clone();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (k as u64 + 1);
+        let mut rng = numaff_machine::rng::SplitMix64::new(k as u64 + 1);
         let ops: Vec<Op> = (0..4_000u64)
             .map(|i| {
                 if i % 1_000 == 999 {
                     return Op::Barrier;
                 }
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 let vaddr = match x % 8 {
                     0..=3 => 0x1000_0000 + (x >> 20) % (2 << 20),
                     4 | 5 => conflict[(x >> 24) as usize % conflict.len()] << 6,
@@ -346,12 +344,10 @@ fn hot_state_follows_its_thread() {
     let counts = [3_000u64, 2_000, 2_500];
     let mut spec = ProcessSpec::new("hot", DataPolicy::Interleave);
     for (k, &n) in counts.iter().enumerate() {
-        let mut x = 0x2545_f491_4f6c_dd1du64 ^ (k as u64 + 1);
+        let mut rng = numaff_machine::rng::SplitMix64::new(0x2545_f491_4f6c_dd1d ^ (k as u64 + 1));
         let mut ops = Vec::new();
         for i in 0..n {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             ops.push(Op::Access(Access::read(
                 0x1000_0000 + ((k as u64) << 24) + (x >> 20) % (8 << 20),
             )));
