@@ -57,7 +57,7 @@ pub const MAX_TRACE_THREADS: usize = 1024;
 
 /// Node ids of a trace's samples must be below this: the per-node counts and every page's NUMA
 /// vector are indexed by node id. 1024 is Linux's largest `MAX_NUMNODES` (`CONFIG_NODES_SHIFT` 10)
-/// and the machine descriptions' node cap (`numaff_machine::MAX_NODES`).
+/// and the machine descriptions' node cap (`numaff_machine::validate::MAX_NODES`).
 pub const MAX_TRACE_NODES: u32 = 1024;
 
 /// Most bytes of NUMA vectors the NUMA table may hold (one byte per node per page): with many

@@ -290,6 +290,21 @@ pub fn save(machine: &Machine, path: &Path) -> Result<()> {
 }
 
 fn to_model(f: MachineFile) -> std::result::Result<Machine, Vec<FieldProblem>> {
+    // The caps first, before anything (caches per PU, matrices per node) is sized by the file.
+    let core_pus = f.packages.iter().flat_map(|p| &p.cores);
+    let size = crate::validate::size_problem(
+        core_pus.clone().map(CpuSet::len).sum(),
+        core_pus
+            .chain(f.nodes.iter().map(|n| &n.cpus))
+            .filter_map(CpuSet::last)
+            .map(u64::from)
+            .max(),
+        f.nodes.len(),
+        f.nodes.iter().map(|n| u64::from(n.id)).max(),
+    );
+    if let Some(p) = size {
+        return Err(vec![p]);
+    }
     let mut problems = Vec::new();
     let mut m = Machine::new(f.name);
     m.description = f.description;
