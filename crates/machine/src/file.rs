@@ -305,6 +305,19 @@ fn to_model(f: MachineFile) -> std::result::Result<Machine, Vec<FieldProblem>> {
     if let Some(p) = size {
         return Err(vec![p]);
     }
+    // Every core and package holds at least one PU: no more of them than PUs.
+    let cores = f.packages.iter().map(|p| p.cores.len()).sum::<usize>();
+    let max = crate::validate::MAX_PUS;
+    if cores.max(f.packages.len()) > max {
+        return Err(vec![FieldProblem::new(
+            "package",
+            format!(
+                "{} packages of {cores} cores; numaff takes at most {max} of each (each holds a \
+                 PU, and {max} is Linux's largest NR_CPUS): describe a real machine",
+                f.packages.len()
+            ),
+        )]);
+    }
     let mut problems = Vec::new();
     let mut m = Machine::new(f.name);
     m.description = f.description;

@@ -195,5 +195,14 @@ fn machine_files_beyond_the_caps_are_refused_at_once() {
         many.push_str(&format!("[[node]]\nid = {i}\nmemory = \"1 GiB\"\n"));
     }
     assert!(error_of(&many).contains("2000 NUMA nodes; numaff takes at most 1024"));
+    let empty_cores = BASE.replace(
+        r#"cores = ["0", "1", "2", "3"]"#,
+        &format!("cores = [{}]", vec!["\"\""; 9000].join(",")),
+    );
+    let e = error_of(&empty_cores);
+    assert!(
+        e.contains("1 packages of 9000 cores; numaff takes at most 8192"),
+        "{e}"
+    );
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 }
