@@ -28,7 +28,7 @@
 //! §2.3.6 measures it) that have communication; intervals without any event are skipped.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -48,6 +48,36 @@ pub const TIME_BINS: usize = 2000;
 
 /// Samples fed to the tables at a time ([`Tables::record_batch`]).
 const TABLE_BATCH: usize = 4096;
+
+/// Most distinct threads (pid, tid) of a trace that the analysis takes. Its matrices are thread ×
+/// thread, one per CommDyn interval, and the task order of each interval is cubic in the threads
+/// (1,000 threads take about a second, 2,000 seven), while the papers' largest runs have 64 to 256
+/// threads; a trace with more is refused on the first pass, before anything is sized by it.
+pub const MAX_TRACE_THREADS: usize = 1024;
+
+/// Node ids of a trace's samples must be below this: the per-node counts and every page's NUMA
+/// vector are indexed by node id. 1024 is Linux's largest `MAX_NUMNODES` (`CONFIG_NODES_SHIFT` 10)
+/// and the machine descriptions' node cap (`numaff_machine::validate::MAX_NODES`).
+pub const MAX_TRACE_NODES: u32 = 1024;
+
+/// Most bytes of NUMA vectors the NUMA table may hold (one byte per node per page): with many
+/// nodes, [`AnalyzeConfig::max_pages`] is lowered to fit, and samples to further pages are counted
+/// as dropped. 1 GiB holds the default 16 Mi pages for up to 64 nodes.
+pub const MAX_NUMA_TABLE_BYTES: u64 = 1 << 30;
+
+/// The most pages of a NUMA table for `nodes` nodes: `max_pages`, lowered to fit
+/// [`MAX_NUMA_TABLE_BYTES`].
+fn numa_table_pages(max_pages: u64, nodes: usize) -> u64 {
+    max_pages.min(MAX_NUMA_TABLE_BYTES / nodes.max(1) as u64)
+}
+
+/// The error of a trace beyond one of the caps above (its path filled in by [`analyze_file`]).
+fn too_large(message: String) -> TraceError {
+    TraceError::TooLarge {
+        path: PathBuf::new(),
+        message,
+    }
+}
 
 /// Settings of the analysis.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -248,7 +278,22 @@ where
     };
     for batch in batches {
         for x in batch? {
+            if x.node >= MAX_TRACE_NODES {
+                return Err(too_large(format!(
+                    "a sample of thread {} (pid {}) has node {}, and node ids must be below \
+                     {MAX_TRACE_NODES} (Linux's largest node count); check the trace's node column",
+                    x.tid, x.pid, x.node
+                )));
+            }
+            let n = s.threads.len();
             *s.threads.entry((x.pid, x.tid)).or_insert(0) += 1;
+            if s.threads.len() > n && s.threads.len() > MAX_TRACE_THREADS {
+                return Err(too_large(format!(
+                    "more than {MAX_TRACE_THREADS} distinct threads (pid, tid); the analysis is \
+                     cubic in threads and takes at most {MAX_TRACE_THREADS}: analyse the samples \
+                     of fewer threads or processes (filter the trace by pid)"
+                )));
+            }
             s.max_node = s.max_node.max(Some(x.node));
             s.start = s.start.min(x.time_ns);
             s.end = s.end.max(x.time_ns);
@@ -491,16 +536,24 @@ impl EventStats {
 /// Analyses a trace file (two streaming passes).
 pub fn analyze_file(path: &Path, cfg: &AnalyzeConfig) -> Result<Analysis, TraceError> {
     let meta = TraceReader::open(path)?.meta().clone();
-    analyze(|| TraceReader::open(path), &meta, cfg)
+    analyze(|| TraceReader::open(path), &meta, cfg).map_err(|e| match e {
+        TraceError::TooLarge { message, .. } => TraceError::TooLarge {
+            path: path.to_path_buf(),
+            message,
+        },
+        e => e,
+    })
 }
 
-/// Analyses samples in memory.
-pub fn analyze_samples(samples: &[Sample], meta: &TraceMeta, cfg: &AnalyzeConfig) -> Analysis {
+/// Analyses samples in memory; an error only for samples beyond the caps ([`MAX_TRACE_THREADS`],
+/// [`MAX_TRACE_NODES`]).
+pub fn analyze_samples(
+    samples: &[Sample],
+    meta: &TraceMeta,
+    cfg: &AnalyzeConfig,
+) -> Result<Analysis, TraceError> {
     let once = || Ok::<_, TraceError>(std::iter::once(Ok(samples.to_vec())));
-    match analyze(once, meta, cfg) {
-        Ok(a) => a,
-        Err(_) => unreachable!("in-memory samples cannot fail to read"),
-    }
+    analyze(once, meta, cfg)
 }
 
 /// Analyses a trace that `open` streams from its start, as often as asked (twice).
@@ -541,7 +594,7 @@ where
     // Second pass.
     let mut detector = ThreadCommDetector::new(cfg.line_bytes);
     let mut tables = Tables::new(
-        NumaTableConfig::new(nodes.max(1), cfg.max_pages),
+        NumaTableConfig::new(nodes.max(1), numa_table_pages(cfg.max_pages, nodes)),
         cfg.sharing,
         page_size,
     );
@@ -864,7 +917,8 @@ mod tests {
             &neighbour_trace(),
             &TraceMeta::default(),
             &AnalyzeConfig::default(),
-        );
+        )
+        .unwrap();
         assert_eq!(a.comm_source, CommSource::LoadsAndStores);
         assert_eq!(a.threads.len(), 8);
         assert_eq!(a.threads[3].tid, 1003);
@@ -908,7 +962,8 @@ mod tests {
     fn matches_the_plain_delocprof_functions() {
         // The streaming bins give the same CommC as the event-list function.
         let samples = neighbour_trace();
-        let a = analyze_samples(&samples, &TraceMeta::default(), &AnalyzeConfig::default());
+        let a =
+            analyze_samples(&samples, &TraceMeta::default(), &AnalyzeConfig::default()).unwrap();
         let mut d = ThreadCommDetector::new(64);
         let index = |tid: u32| (tid - 1000) as usize;
         let events: Vec<CommEvent> = samples
@@ -944,7 +999,7 @@ mod tests {
             data_source: None,
         };
         let s: Vec<Sample> = (0..20_000).map(f).collect();
-        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default());
+        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default()).unwrap();
         // kMAF's Table 3 defaults: 1 Mi entries of 8 bytes, whatever the trace.
         assert_eq!(a.pages.sharing_table_bytes, 8 << 20);
         assert_eq!(a.pages.pages, 20_000);
@@ -958,7 +1013,7 @@ mod tests {
             },
             ..AnalyzeConfig::default()
         };
-        let a = analyze_samples(&s, &TraceMeta::default(), &cfg);
+        let a = analyze_samples(&s, &TraceMeta::default(), &cfg).unwrap();
         assert_eq!(a.pages.sharing_table_bytes, 8 * 1024);
         assert!(a.pages.table_bytes <= 4096 * 2, "{}", a.pages.table_bytes);
         assert!(a.pages.pages <= 4096 && a.pages.dropped_samples >= 20_000 - 4096);
@@ -988,7 +1043,7 @@ mod tests {
             s.push(f(b * 10 + 1, 1, b * 256 + 8));
             s.push(f(b * 10 + 2, 2, (1 << 30) | (b * 256)));
         }
-        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default());
+        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default()).unwrap();
         assert_eq!(a.comm_source, CommSource::SharingTable);
         assert_eq!(a.events, 10);
         assert_eq!(a.communication_matrix[0][1], 10.0 * 256.0);
@@ -1099,15 +1154,72 @@ mod tests {
             s.push(mk(t, w, Kind::Store, addr, DataSource::L1));
             s.push(mk(t + 5, r, Kind::Load, addr, DataSource::LocalDram));
         }
-        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default());
+        let a = analyze_samples(&s, &TraceMeta::default(), &AnalyzeConfig::default()).unwrap();
         assert_eq!(a.metrics.CommDyn, 1);
         assert_eq!(a.metrics.DramR, Some(0.5));
         assert_eq!(a.coverage.with_latency, 6);
     }
 
+    fn fault(tid: u32, node: u32) -> Sample {
+        Sample {
+            time_ns: u64::from(tid),
+            pid: 1,
+            tid,
+            cpu: 4_000_000_000,
+            node,
+            addr: 4096 * u64::from(tid),
+            kind: Kind::Fault,
+            latency_ns: None,
+            data_source: None,
+        }
+    }
+
+    #[test]
+    fn a_node_id_beyond_the_cap_is_refused_before_anything_is_sized_by_it() {
+        let cfg = AnalyzeConfig::default();
+        let e = analyze_samples(&[fault(1, 4_000_000_000)], &TraceMeta::default(), &cfg)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("node 4000000000") && e.contains("below 1024"),
+            "{e}"
+        );
+        // The largest node id allowed analyses (a cpu id is never a size).
+        let a = analyze_samples(
+            &[fault(1, MAX_TRACE_NODES - 1)],
+            &TraceMeta::default(),
+            &cfg,
+        )
+        .unwrap();
+        assert_eq!(a.nodes, 1024);
+    }
+
+    #[test]
+    fn more_distinct_threads_than_the_cap_are_refused() {
+        let cfg = AnalyzeConfig::default();
+        let at_cap: Vec<Sample> = (0..MAX_TRACE_THREADS as u32).map(|t| fault(t, 0)).collect();
+        let a = analyze_samples(&at_cap, &TraceMeta::default(), &cfg).unwrap();
+        assert_eq!(a.threads.len(), MAX_TRACE_THREADS);
+        let mut over = at_cap;
+        over.push(fault(70_000, 0));
+        let e = analyze_samples(&over, &TraceMeta::default(), &cfg)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than 1024 distinct threads"), "{e}");
+    }
+
+    #[test]
+    fn many_nodes_shrink_the_numa_table_to_its_byte_cap() {
+        assert_eq!(numa_table_pages(1 << 24, 8), 1 << 24);
+        assert_eq!(numa_table_pages(1 << 24, 64), 1 << 24);
+        // 1024 nodes: 1 Mi pages of 1 KiB vectors (1 GiB), not 16 Mi (16 GiB).
+        assert_eq!(numa_table_pages(1 << 24, 1024), 1 << 20);
+        assert_eq!(numa_table_pages(u64::MAX, 0), MAX_NUMA_TABLE_BYTES);
+    }
+
     #[test]
     fn an_empty_trace_analyses_to_nothing() {
-        let a = analyze_samples(&[], &TraceMeta::default(), &AnalyzeConfig::default());
+        let a = analyze_samples(&[], &TraceMeta::default(), &AnalyzeConfig::default()).unwrap();
         assert_eq!(a.comm_source, CommSource::None);
         assert!(a.communication_matrix.is_empty());
         assert_eq!(a.clustering.k, 0);

@@ -16,9 +16,10 @@ use crate::tracefile::{parse_int, read_csv_line, skip_csv_line, split_csv, Trace
 /// The columns of a message trace.
 pub const COLUMNS: [&str; 4] = ["time_ns", "sender", "receiver", "bytes"];
 
-/// Most distinct ranks of a message trace: the analysis keeps dense rank × rank matrices
-/// (8192² cells of 8 bytes: 512 MiB).
-pub const MAX_RANKS: usize = 8192;
+/// Most distinct ranks of a message trace: the ranks are the analysis's tasks, as threads are for
+/// sample traces, so the same cap ([`crate::analyze::MAX_TRACE_THREADS`]): rank × rank matrices,
+/// one per CommDyn interval, and a task order cubic in the ranks.
+pub const MAX_RANKS: usize = crate::analyze::MAX_TRACE_THREADS;
 
 /// Most messages [`read_messages`] holds (16 bytes each in memory: 8 GiB).
 pub const MAX_MESSAGES: usize = 1 << 29;
@@ -122,7 +123,8 @@ pub fn read_messages_from(
         ranks.insert(to);
         if ranks.len() > MAX_RANKS {
             return Err(row(format!(
-                "more than {MAX_RANKS} distinct ranks (the analysis keeps rank × rank matrices)"
+                "more than {MAX_RANKS} distinct ranks; the analysis is cubic in ranks and takes \
+                 at most {MAX_RANKS}: analyse the messages of fewer ranks"
             )));
         }
         if out.len() >= MAX_MESSAGES {
@@ -176,6 +178,22 @@ mod tests {
                     bytes: 16
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn more_ranks_than_the_cap_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from("time_ns,sender,receiver,bytes\n");
+        for r in 0..MAX_RANKS as u32 {
+            text.push_str(&format!("{r},{r},{},8\n", r + 1));
+        }
+        let path = write(dir.path(), "m.csv", &text);
+        let e = read_messages(&path).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("line {}", MAX_RANKS + 1))
+                && e.contains("more than 1024 distinct ranks"),
+            "{e}"
         );
     }
 

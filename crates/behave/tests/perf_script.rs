@@ -73,7 +73,7 @@ fn hand_written_perf_mem_file_gives_kinds_sources_and_communication() {
         thread_names: names,
         ..TraceMeta::default()
     };
-    let a = analyze_samples(&s, &meta, &AnalyzeConfig::default());
+    let a = analyze_samples(&s, &meta, &AnalyzeConfig::default()).unwrap();
     let idx = |tid: u32| a.threads.iter().position(|t| t.tid == tid).unwrap();
     let (t1, t2, t3) = (idx(101), idx(102), idx(103));
     assert!(a.communication_matrix[t1][t2] > 0.0);

@@ -13,7 +13,7 @@ use numaff_machine::Machine;
 use numaff_policy::export::{self, ExportKind, Granularity};
 use numaff_policy::mapping::{self, MachineId, MappingFile};
 use numaff_policy::quality::{self, BusiestEdge, Shares};
-use numaff_policy::{Algorithm, CommMatrix, MapInput, Placement, Tree};
+use numaff_policy::{comm, Algorithm, CommMatrix, MapInput, Placement, Tree};
 
 #[derive(Args)]
 pub struct MapArgs {
@@ -191,8 +191,7 @@ pub fn run(args: &MapArgs) -> Result<()> {
             (t.comm.clone(), name, hash, Some(t))
         }
         (None, Some(matrix_path)) => {
-            let bytes = std::fs::read(matrix_path)
-                .with_context(|| format!("cannot read the matrix {}", matrix_path.display()))?;
+            let bytes = read_matrix_file(matrix_path)?;
             let text = String::from_utf8_lossy(&bytes);
             let comm = CommMatrix::from_csv(&text, &matrix_path.display().to_string())?;
             let name = matrix_path.display().to_string();
@@ -406,6 +405,58 @@ fn host_name(args: &MapArgs) -> String {
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The longest line of a matrix file: [`comm::MAX_TASKS`] cells of up to 40 characters each.
+const MAX_MATRIX_LINE: usize = comm::MAX_TASKS * 40;
+
+/// The bytes of a matrix file, read line by line so that one claiming more than
+/// [`comm::MAX_TASKS`] tasks (by its first row's cells, its rows or a line longer than
+/// [`MAX_MATRIX_LINE`]) is refused before it is read whole.
+fn read_matrix_file(path: &Path) -> Result<Vec<u8>> {
+    use std::io::{BufRead, Read};
+    let origin = path.display().to_string();
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read the matrix {}", path.display()))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut bytes = Vec::new();
+    let (mut line_no, mut rows) = (0usize, 0usize);
+    loop {
+        let start = bytes.len();
+        let n = (&mut reader)
+            .take(MAX_MATRIX_LINE as u64 + 1)
+            .read_until(b'\n', &mut bytes)
+            .with_context(|| format!("cannot read the matrix {}", path.display()))?;
+        if n == 0 {
+            return Ok(bytes);
+        }
+        line_no += 1;
+        let line = String::from_utf8_lossy(&bytes[start..]);
+        let cells = line
+            .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+            .filter(|c| !c.is_empty())
+            .count();
+        if cells > comm::MAX_TASKS {
+            let what = format!("line {line_no} has more than {} cells", comm::MAX_TASKS);
+            return Err(comm::too_many(&origin, what, cells).into());
+        }
+        if n > MAX_MATRIX_LINE {
+            bail!(
+                "{origin}: line {line_no} is longer than {MAX_MATRIX_LINE} bytes ({} cells of 40 \
+                 characters): numaff map takes at most {} tasks; is it a matrix?",
+                comm::MAX_TASKS,
+                comm::MAX_TASKS
+            );
+        }
+        let trimmed = line.trim();
+        if !trimmed.is_empty() && !trimmed.starts_with('#') {
+            rows += 1;
+            if rows > comm::MAX_TASKS {
+                let what = format!("more than {} rows", comm::MAX_TASKS);
+                return Err(comm::too_many(&origin, what, rows).into());
+            }
+        }
+    }
 }
 
 /// What `--trace` gives: the communication matrix of the trace's threads (or MPI ranks), the

@@ -123,6 +123,20 @@ struct ListJson {
     threads: usize,
 }
 
+/// Most NUMA nodes of a simulated machine: setting up and running the simulator grows much faster
+/// than its nodes (256 nodes take seconds, 512 a minute, 1024 minutes), while the papers' machines
+/// have at most 8 nodes and the largest real ones 32. Its PUs are bounded by the machine files'
+/// own cap (`numaff_machine::validate::MAX_PUS`: 8192 PUs simulate in seconds).
+const MAX_SIM_NODES: usize = 128;
+
+/// Most threads of a simulated run, all programs together: the run's time grows with its threads
+/// (4096 threads of nas-sp took over two minutes), while the papers' largest runs have 64 to 256.
+const MAX_SIM_THREADS: usize = 1024;
+
+/// The largest `--scale`: the run's time grows with the arrays (nas-sp at 1000 took three
+/// minutes); the catalog's workloads already fill their papers' machines at scale 1.
+const MAX_SCALE: f64 = 64.0;
+
 pub fn run(args: &SimArgs) -> Result<()> {
     if args.list_workloads {
         return list(args.json);
@@ -135,6 +149,14 @@ pub fn run(args: &SimArgs) -> Result<()> {
         spec::resolve(mspec).with_context(|| format!("cannot load machine {mspec:?}"))?;
     if let Some(c) = args.coherence {
         machine.coherence = Some(c);
+    }
+    if machine.nodes.len() > MAX_SIM_NODES {
+        bail!(
+            "machine {} has {} NUMA nodes; numaff sim simulates at most {MAX_SIM_NODES} (its \
+             time grows much faster than the nodes): simulate a smaller machine",
+            machine.name,
+            machine.nodes.len()
+        );
     }
     if args.measure {
         return print_measure(&machine, args);
@@ -169,6 +191,21 @@ pub fn run(args: &SimArgs) -> Result<()> {
     workload
         .check()
         .map_err(|e| anyhow!("workload {}: {e}", workload.name))?;
+    // After the workload's own limits (an array beyond the host's memory says so first).
+    if let Some(f) = args.scale.filter(|&f| f > MAX_SCALE) {
+        bail!(
+            "--scale {f} is above {MAX_SCALE}, the largest numaff sim takes (the run's time grows \
+             with the arrays); use a smaller factor"
+        );
+    }
+    if workload.threads() > MAX_SIM_THREADS {
+        bail!(
+            "workload {} has {} threads; numaff sim simulates at most {MAX_SIM_THREADS} (its \
+             time grows with the threads): lower --nthreads or the programs' threads",
+            workload.name,
+            workload.threads()
+        );
+    }
     let placements = Placement::all(&args.threads, &args.data)?;
     let last = args
         .seed

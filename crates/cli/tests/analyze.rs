@@ -503,3 +503,66 @@ fn profile_import_exports_csv_and_imports_it_back() {
     assert_eq!(read(&csv), neighbour_trace());
     assert_eq!(read(&back), neighbour_trace());
 }
+
+/// A trace whose ids claim huge sizes (a node id of 4e9, more threads than the analysis's cap)
+/// is refused at once by `analyze` and `map --trace`, naming the cap; a huge cpu id is no size.
+#[test]
+fn traces_beyond_the_caps_are_refused_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = "time_ns,pid,tid,cpu,node,addr,kind\n";
+    let node = dir.path().join("node.csv");
+    std::fs::write(&node, format!("{header}1,1,1,0,4000000000,4096,fault\n")).unwrap();
+    let mut rows = String::from(header);
+    for t in 0..1100 {
+        rows.push_str(&format!("{t},1,{t},0,0,{},fault\n", 4096 * t));
+    }
+    let threads = dir.path().join("threads.csv");
+    std::fs::write(&threads, rows).unwrap();
+    let run = |args: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("numaff")
+            .unwrap()
+            .args(args)
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for prefix in [
+        &["analyze"][..],
+        &[
+            "map",
+            "--algo",
+            "deloc",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--trace",
+        ][..],
+    ] {
+        let arg = |p: &Path| {
+            let mut v: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+            v.push(p.to_str().unwrap().to_string());
+            v
+        };
+        let run = |v: Vec<String>| run(&v.iter().map(String::as_str).collect::<Vec<_>>());
+        let err = run(arg(&node));
+        assert!(
+            err.contains("node.csv: a sample of thread 1 (pid 1) has node 4000000000")
+                && err.contains("below 1024"),
+            "{err}"
+        );
+        let err = run(arg(&threads));
+        assert!(
+            err.contains("threads.csv: more than 1024 distinct threads"),
+            "{err}"
+        );
+    }
+    let cpu = dir.path().join("cpu.csv");
+    std::fs::write(&cpu, format!("{header}1,1,1,4000000000,0,4096,fault\n")).unwrap();
+    assert_cmd::Command::cargo_bin("numaff")
+        .unwrap()
+        .args(["analyze", cpu.to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success();
+}

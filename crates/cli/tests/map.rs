@@ -515,3 +515,39 @@ fn deloc_from_a_trace_spreads_concurrent_pairs() {
         "concurrent pairs share a node: {nodes:?}"
     );
 }
+
+/// Matrices beyond the caps: a 1e308 cell (whose sums were inf, printed as `inf` and `NaN%` with
+/// exit 0) and files claiming more than 4096 tasks, refused from their first row or rows before
+/// they are read whole.
+#[test]
+fn map_refuses_matrices_beyond_the_caps_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = numaff()
+            .args(["map", "--compare", "--machine", "kmaf-sim-4x2", "--matrix"])
+            .arg(&path)
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("inf"));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run("huge.csv", "0,1e308,1\n1e308,0,1\n1,1,0\n");
+    assert!(
+        err.contains("huge.csv: line 1, column 2: 1e308 is larger than 1e18"),
+        "{err}"
+    );
+    let mut wide = vec!["0"; 20_000].join(",");
+    wide.push('\n');
+    let err = run("wide.csv", &wide);
+    assert!(
+        err.contains("wide.csv: line 1 has more than 4096 cells (at least 20000)")
+            && err.contains("would need 3.0 GiB per copy"),
+        "{err}"
+    );
+    let err = run("tall.csv", &"0\n".repeat(5000));
+    assert!(err.contains("tall.csv: more than 4096 rows"), "{err}");
+}

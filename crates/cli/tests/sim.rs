@@ -533,3 +533,54 @@ fn sim_compares_every_thread_and_data_placement_given() {
         fails_saying(with(&extra), says);
     }
 }
+
+/// Runs beyond numaff sim's caps are refused at once with the cap and what to do: a machine
+/// of more than 128 nodes (a machine file of 200 one-PU nodes), more than 1024 threads, a
+/// `--scale` above 64.
+#[test]
+fn sim_refuses_runs_beyond_its_caps_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("name = \"wide\"\n");
+    for n in 0..200 {
+        text.push_str(&format!(
+            "[[node]]\nid = {n}\nmemory = \"1 GiB\"\ncpus = \"{n}\"\n"
+        ));
+    }
+    text.push_str(&format!(
+        "[[package]]\nid = 0\ncores = [{}]\n",
+        (0..200)
+            .map(|c| format!("\"{c}\""))
+            .collect::<Vec<_>>()
+            .join(",")
+    ));
+    let wide = dir.path().join("wide.toml");
+    std::fs::write(&wide, text).unwrap();
+    let started = std::time::Instant::now();
+    let refused = |args: Vec<String>, says: &str| {
+        numaff()
+            .args(args)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(says.to_string()));
+    };
+    refused(
+        vec![
+            "sim".into(),
+            "--machine".into(),
+            wide.to_str().unwrap().into(),
+            "--workload".into(),
+            "nas-is".into(),
+        ],
+        "machine wide has 200 NUMA nodes; numaff sim simulates at most 128",
+    );
+    refused(
+        nas_is(&["--nthreads", "4096"]),
+        "workload nas-is has 4096 threads; numaff sim simulates at most 1024",
+    );
+    let mut scaled = nas_is(&[]);
+    scaled.retain(|a| a != "--scale" && a != "0.25");
+    scaled.extend(["--scale".into(), "1000".into()]);
+    refused(scaled, "--scale 1000 is above 64");
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+}

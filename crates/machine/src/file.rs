@@ -290,6 +290,34 @@ pub fn save(machine: &Machine, path: &Path) -> Result<()> {
 }
 
 fn to_model(f: MachineFile) -> std::result::Result<Machine, Vec<FieldProblem>> {
+    // The caps first, before anything (caches per PU, matrices per node) is sized by the file.
+    let core_pus = f.packages.iter().flat_map(|p| &p.cores);
+    let size = crate::validate::size_problem(
+        core_pus.clone().map(CpuSet::len).sum(),
+        core_pus
+            .chain(f.nodes.iter().map(|n| &n.cpus))
+            .filter_map(CpuSet::last)
+            .map(u64::from)
+            .max(),
+        f.nodes.len(),
+        f.nodes.iter().map(|n| u64::from(n.id)).max(),
+    );
+    if let Some(p) = size {
+        return Err(vec![p]);
+    }
+    // Every core and package holds at least one PU: no more of them than PUs.
+    let cores = f.packages.iter().map(|p| p.cores.len()).sum::<usize>();
+    let max = crate::validate::MAX_PUS;
+    if cores.max(f.packages.len()) > max {
+        return Err(vec![FieldProblem::new(
+            "package",
+            format!(
+                "{} packages of {cores} cores; numaff takes at most {max} of each (each holds a \
+                 PU, and {max} is Linux's largest NR_CPUS): describe a real machine",
+                f.packages.len()
+            ),
+        )]);
+    }
     let mut problems = Vec::new();
     let mut m = Machine::new(f.name);
     m.description = f.description;

@@ -109,6 +109,11 @@ pub fn from_synthetic(desc: &str) -> Result<Machine> {
              (set HWLOC_SYNTHETIC_VERBOSE=1 to see hwloc's own diagnosis)"
         )
     };
+    if let Some(problem) = synthetic_size_problem(desc) {
+        return Err(MachineError::Spec(format!(
+            "synthetic topology {desc:?}: {problem}"
+        )));
+    }
     let topology = builder(&action)?
         .from_synthetic(desc)
         .map_err(|_| hwloc_error(&action, explain()))?
@@ -122,6 +127,87 @@ pub fn from_synthetic(desc: &str) -> Result<Machine> {
     ));
     m.page_size = page_size_of(&topology, &mut m.assumptions);
     finish(m, &format!("synthetic topology {desc:?}"))
+}
+
+/// The cap a synthetic description exceeds, if any, found from its counts before hwloc builds
+/// anything: the product of the level counts is the PUs (below [`crate::validate::MAX_PUS`]), the
+/// product up to a `numa` level the NUMA nodes (below [`crate::validate::MAX_NODES`]).
+fn synthetic_size_problem(desc: &str) -> Option<String> {
+    // Drop attributes in parentheses, then read each `type:count`.
+    let mut plain = String::new();
+    let mut depth = 0usize;
+    for c in desc.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let (mut objects, mut nodes) = (1u64, None);
+    for level in plain.split_whitespace() {
+        let Some((ty, count)) = level.split_once(':') else {
+            continue;
+        };
+        let count: u64 = count.trim().parse().unwrap_or(1);
+        objects = objects.saturating_mul(count);
+        let ty = ty.trim_start_matches('[').to_ascii_lowercase();
+        if ty.starts_with("numa") || ty.starts_with("node") {
+            nodes = Some(objects);
+        }
+    }
+    let problem = crate::validate::size_problem(
+        usize::try_from(objects).unwrap_or(usize::MAX),
+        None,
+        nodes.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        None,
+    )?;
+    Some(problem.problem)
+}
+
+/// The cap an hwloc XML exceeds, if any, found from its text before hwloc reads it: more `PU` or
+/// `NUMANode` objects than [`crate::validate::MAX_PUS`] or [`crate::validate::MAX_NODES`], or an
+/// `os_index` of one that is negative (hwloc would read "-5" as 4294967291) or not below the cap.
+fn xml_size_problem(xml: &str) -> Option<String> {
+    use crate::validate::{MAX_NODES, MAX_PUS};
+    let attribute = |tag: &str, name: &str| -> Option<String> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        let len = tag[at..].find('"')?;
+        Some(tag[at..at + len].to_string())
+    };
+    let (mut pus, mut nodes) = (0usize, 0usize);
+    for part in xml.split("<object").skip(1) {
+        let tag = &part[..part.find('>').unwrap_or(part.len())];
+        let (count, cap, limit) = match attribute(tag, "type").as_deref() {
+            Some("PU") => (&mut pus, MAX_PUS, "NR_CPUS"),
+            Some("NUMANode") => (&mut nodes, MAX_NODES, "MAX_NUMNODES"),
+            _ => continue,
+        };
+        *count += 1;
+        let what = if cap == MAX_PUS { "PU" } else { "NUMANode" };
+        if *count > cap {
+            return Some(format!(
+                "more than {cap} {what} objects; numaff takes at most {cap} (Linux's largest \
+                 {limit}): describe a real machine (or part of one)"
+            ));
+        }
+        let Some(index) = attribute(tag, "os_index") else {
+            continue;
+        };
+        let bad = match index.trim().parse::<i64>() {
+            Ok(i) if i < 0 => "is negative",
+            Ok(i) if i >= cap as i64 => "is not below the cap",
+            Ok(_) => continue,
+            Err(_) => "is not a number",
+        };
+        return Some(format!(
+            "{what} object number {count} (in document order) has os_index=\"{index}\", which \
+             {bad}; a {what}'s os_index must be from 0 to {} (Linux's largest {limit}): fix its \
+             os_index attribute",
+            cap - 1
+        ));
+    }
+    None
 }
 
 /// How long the child loading an XML may take before it is killed.
@@ -168,6 +254,9 @@ fn quiet_crash() {
 /// multi-threaded test harness. So a multi-threaded caller loads the XML in-process, without the
 /// isolation; the `numaff` command and the fuzz target are single-threaded when they import.
 fn from_xml_isolated(xml: &str, origin: &str, default_name: &str) -> Result<Machine> {
+    if let Some(problem) = xml_size_problem(xml) {
+        return Err(MachineError::Spec(format!("{origin}: {problem}")));
+    }
     if !single_threaded() {
         let mut m = from_xml_inner(xml, origin)?;
         if m.name.is_empty() {
@@ -410,6 +499,35 @@ fn object_id(obj: &TopologyObject) -> u32 {
 
 /// Everything but name, source and page size, which depend on where the topology came from.
 fn to_machine(topology: &Topology) -> Result<Machine> {
+    use crate::validate::{MAX_NODES, MAX_PUS};
+    // The caps first: counts, and os indexes (an XML's os_index="-5" reads as 4294967291).
+    for (ty, cap, name, limit) in [
+        (ObjectType::PU, MAX_PUS, "PU", "NR_CPUS"),
+        (ObjectType::NUMANode, MAX_NODES, "NUMANode", "MAX_NUMNODES"),
+    ] {
+        let count = topology.objects_with_type(ty).count();
+        if count > cap {
+            return Err(MachineError::Spec(format!(
+                "{count} {name} objects; numaff takes at most {cap} (Linux's largest {limit}): \
+                 describe a real machine (or part of one)"
+            )));
+        }
+        for obj in topology.objects_with_type(ty) {
+            if let Some(i) = obj.os_index().filter(|&i| i >= cap) {
+                let signed = i as u32 as i32;
+                let read_as = if signed < 0 {
+                    format!(" (read from {signed}: negative)")
+                } else {
+                    String::new()
+                };
+                return Err(MachineError::Spec(format!(
+                    "{name} L#{} has os_index {i}{read_as}; a {name}'s os_index must be below \
+                     {cap} (Linux's largest {limit}): fix its os_index attribute",
+                    obj.logical_index()
+                )));
+            }
+        }
+    }
     let mut m = Machine::new(String::new());
     let pus: CpuSet = topology
         .objects_with_type(ObjectType::PU)

@@ -6,9 +6,73 @@ use std::collections::HashMap;
 use crate::error::FieldProblem;
 use crate::model::{Machine, Matrix};
 
+/// Most PUs of a machine, and the bound of its PU ids: Linux's largest `NR_CPUS` (8192, x86's
+/// `MAXSMP`) bounds the cpus of every machine it runs on, and the largest single-system-image
+/// machines (HPE Superdome Flex, SGI UV) stay below it. Checked before anything is sized by a
+/// description, file or hwloc XML.
+pub const MAX_PUS: usize = 8192;
+
+/// Most NUMA nodes of a machine, and the bound of its node ids: Linux's largest `MAX_NUMNODES`
+/// (1024, `CONFIG_NODES_SHIFT` 10); every real machine has far fewer. Checked with [`MAX_PUS`].
+pub const MAX_NODES: usize = 1024;
+
+/// The problem, if any, of a machine with `pus` PUs and `nodes` nodes whose largest PU and node
+/// ids are `max_pu_id` and `max_node_id`: one beyond [`MAX_PUS`] or [`MAX_NODES`], as a field
+/// problem naming the value, the cap and what to do.
+pub fn size_problem(
+    pus: usize,
+    max_pu_id: Option<u64>,
+    nodes: usize,
+    max_node_id: Option<u64>,
+) -> Option<FieldProblem> {
+    let fix = "describe a real machine (or part of one)";
+    if pus > MAX_PUS {
+        return Some(FieldProblem::new(
+            "cpus",
+            format!("{pus} PUs; numaff takes at most {MAX_PUS} (Linux's largest NR_CPUS): {fix}"),
+        ));
+    }
+    if let Some(id) = max_pu_id.filter(|&id| id >= MAX_PUS as u64) {
+        return Some(FieldProblem::new(
+            "cpus",
+            format!("PU id {id}; PU ids must be below {MAX_PUS} (Linux's largest NR_CPUS): {fix}"),
+        ));
+    }
+    if nodes > MAX_NODES {
+        return Some(FieldProblem::new(
+            "node",
+            format!(
+                "{nodes} NUMA nodes; numaff takes at most {MAX_NODES} (Linux's largest \
+                 MAX_NUMNODES): {fix}"
+            ),
+        ));
+    }
+    if let Some(id) = max_node_id.filter(|&id| id >= MAX_NODES as u64) {
+        return Some(FieldProblem::new(
+            "node",
+            format!(
+                "node id {id}; node ids must be below {MAX_NODES} (Linux's largest \
+                 MAX_NUMNODES): {fix}"
+            ),
+        ));
+    }
+    None
+}
+
 /// Every problem of the machine; empty when it is consistent.
 pub fn problems(m: &Machine) -> Vec<FieldProblem> {
     let mut out = Vec::new();
+    let pus = m.pus();
+    let size = size_problem(
+        pus.len(),
+        pus.last().map(u64::from),
+        m.nodes.len(),
+        m.nodes.iter().map(|n| u64::from(n.id)).max(),
+    );
+    if let Some(p) = size {
+        // The other checks are sized by the machine: none on one beyond the caps.
+        return vec![p];
+    }
     check_header(m, &mut out);
     check_nodes(m, &mut out);
     check_cores(m, &mut out);

@@ -455,6 +455,70 @@ mod hwloc {
         }
     }
 
+    /// Synthetic descriptions that claim more PUs or nodes than the caps are refused from their
+    /// counts, before hwloc builds (and numaff converts) a billion objects.
+    #[test]
+    fn synthetic_descriptions_beyond_the_caps_are_refused_at_once() {
+        let start = std::time::Instant::now();
+        let e = hwloc::from_synthetic("numa:1000000000 pu:1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1000000000 PUs; numaff takes at most 8192"),
+            "{e}"
+        );
+        let e = hwloc::from_synthetic("pack:2 numa:1000(memory=1GiB) pu:1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("2000 NUMA nodes; numaff takes at most 1024"),
+            "{e}"
+        );
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(
+            hwloc::from_synthetic("pack:2 core:4 pu:2")
+                .unwrap()
+                .pu_count(),
+            16
+        );
+    }
+
+    /// hwloc reads os_index="-5" as 4294967291: a node or PU index beyond the caps is an error
+    /// naming the object.
+    #[test]
+    fn an_hwloc_os_index_out_of_range_names_the_object() {
+        let text = std::fs::read_to_string(fixture("hwloc-2node.xml")).unwrap();
+        let node = text.replacen(
+            r#"<object type="NUMANode" os_index="0""#,
+            r#"<object type="NUMANode" os_index="-5""#,
+            1,
+        );
+        assert_ne!(node, text);
+        let e = hwloc::from_xml_str(&node, "neg").unwrap_err().to_string();
+        assert!(
+            e.contains("neg: NUMANode object number 1 (in document order) has os_index=\"-5\", which is negative")
+                && e.contains("from 0 to 1023"),
+            "{e}"
+        );
+        let pu = text.replacen(
+            r#"<object type="PU" os_index="0""#,
+            r#"<object type="PU" os_index="100000""#,
+            1,
+        );
+        let e = hwloc::from_xml_str(&pu, "big").unwrap_err().to_string();
+        assert!(
+            e.contains("big: PU object number 1 (in document order) has os_index=\"100000\", which is not below the cap")
+                && e.contains("from 0 to 8191"),
+            "{e}"
+        );
+        let mut many = String::from("<topology>");
+        for i in 0..2000 {
+            many.push_str(&format!(r#"<object type="NUMANode" os_index="{i}"/>"#));
+        }
+        let e = hwloc::from_xml_str(&many, "many").unwrap_err().to_string();
+        assert!(e.contains("more than 1024 NUMANode objects"), "{e}");
+    }
+
     #[test]
     fn from_xml_str_names_the_machine_after_the_origin() {
         let text = std::fs::read_to_string(fixture("hwloc-8node.xml")).unwrap();

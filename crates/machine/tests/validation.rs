@@ -164,3 +164,45 @@ fn ragged_matrix_with_nodes_out_of_order_is_an_error() {
     assert!(msg.contains("distances"), "{msg}");
     assert!(msg.contains("1 rows for 2 nodes"), "{msg}");
 }
+
+/// Machine files that claim more PUs or nodes than the caps (or ids beyond them) are refused
+/// before anything is sized by them, naming the value, the cap and what to do.
+#[test]
+fn machine_files_beyond_the_caps_are_refused_at_once() {
+    let start = std::time::Instant::now();
+    let pus = BASE.replace(
+        r#"cores = ["0", "1", "2", "3"]"#,
+        r#"cores = ["0-3", "4-100003"]"#,
+    );
+    let e = error_of(&pus);
+    assert!(
+        e.contains("100004 PUs; numaff takes at most 8192") && e.contains("describe a real"),
+        "{e}"
+    );
+    let id = BASE.replace(
+        r#"cores = ["0", "1", "2", "3"]"#,
+        r#"cores = ["0", "1", "2", "4000000000"]"#,
+    );
+    assert!(error_of(&id).contains("PU id 4000000000; PU ids must be below 8192"));
+    let node_id = BASE.replace("id = 1\n", "id = 4000000000\n");
+    let e = error_of(&node_id);
+    assert!(
+        e.contains("node id 4000000000; node ids must be below 1024"),
+        "{e}"
+    );
+    let mut many = String::from("name = \"many\"\n");
+    for i in 0..2000 {
+        many.push_str(&format!("[[node]]\nid = {i}\nmemory = \"1 GiB\"\n"));
+    }
+    assert!(error_of(&many).contains("2000 NUMA nodes; numaff takes at most 1024"));
+    let empty_cores = BASE.replace(
+        r#"cores = ["0", "1", "2", "3"]"#,
+        &format!("cores = [{}]", vec!["\"\""; 9000].join(",")),
+    );
+    let e = error_of(&empty_cores);
+    assert!(
+        e.contains("1 packages of 9000 cores; numaff takes at most 8192"),
+        "{e}"
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}

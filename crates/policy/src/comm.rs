@@ -3,6 +3,30 @@
 
 use std::fmt::Write as _;
 
+/// Most tasks of a communication matrix read from CSV: each copy of the matrix is tasks² cells of
+/// 8 bytes (128 MiB at 4096) and the mapping algorithms make several, some in cubic time, while the
+/// papers' largest runs have 64 to 256 threads. A matrix beyond is refused from its first row, or
+/// as soon as its rows exceed the cap.
+pub const MAX_TASKS: usize = 4096;
+
+/// The largest cell of a communication matrix read from CSV. Cells count bytes or events, and 1e18
+/// (an exabyte) is far above any program's; with at most [`MAX_TASKS`]² cells, every sum, cost
+/// and ratio computed from the matrix stays finite (1e308 cells summed to `inf`, then `NaN`).
+pub const MAX_CELL: f64 = 1e18;
+
+/// The bytes of one copy of an `n`-task matrix, in words ("128.0 MiB").
+pub fn matrix_memory(n: usize) -> String {
+    let bytes = (n as f64) * (n as f64) * 8.0;
+    let mut v = bytes;
+    for unit in ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] {
+        if v < 1024.0 || unit == "PiB" {
+            return format!("{v:.1} {unit}");
+        }
+        v /= 1024.0;
+    }
+    format!("{bytes} B")
+}
+
 /// Why a communication matrix could not be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CommError {
@@ -49,6 +73,20 @@ pub struct CommMatrix {
 impl PartialEq for CommMatrix {
     fn eq(&self, other: &Self) -> bool {
         self.n == other.n && self.data == other.data
+    }
+}
+
+/// The error of a matrix with more than [`MAX_TASKS`] rows or cells in a row (`at_least` of them);
+/// `what` says which ("line 3 has more than 4096 cells").
+pub fn too_many(origin: &str, what: String, at_least: usize) -> CommError {
+    CommError::Shape {
+        origin: origin.to_string(),
+        problem: format!(
+            "{what} (at least {at_least}): a matrix of {at_least} tasks would need {} per copy; numaff map takes at most {MAX_TASKS} tasks \
+             ({} per copy): map fewer tasks (e.g. group threads into processes)",
+            matrix_memory(at_least),
+            matrix_memory(MAX_TASKS)
+        ),
     }
 }
 
@@ -202,7 +240,27 @@ impl CommMatrix {
                 if !v.is_finite() || v < 0.0 {
                     return Err(bad(format!("{cell} is negative or not finite")));
                 }
+                if v > MAX_CELL {
+                    return Err(bad(format!(
+                        "{cell} is larger than {MAX_CELL:e}, the largest cell numaff takes (sums \
+                         of such cells overflow); scale the matrix down (only ratios matter)"
+                    )));
+                }
+                if col >= MAX_TASKS {
+                    return Err(too_many(
+                        origin,
+                        format!("line {} has more than {MAX_TASKS} cells", ln + 1),
+                        col + 1,
+                    ));
+                }
                 row.push(v);
+            }
+            if rows.len() >= MAX_TASKS {
+                return Err(too_many(
+                    origin,
+                    format!("more than {MAX_TASKS} rows"),
+                    rows.len() + 1,
+                ));
             }
             rows.push((ln + 1, row));
         }
@@ -259,6 +317,31 @@ mod tests {
         assert!(e.contains("line 2 has 1 cells"), "{e}");
         assert!(CommMatrix::from_csv("0,-1\n1,0\n", "m").is_err());
         assert!(CommMatrix::from_csv("", "m").is_err());
+    }
+
+    #[test]
+    fn csv_beyond_the_caps_is_refused() {
+        let e = CommMatrix::from_csv("0,1e308\n1e308,0\n", "m.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("m.csv: line 1, column 2: 1e308 is larger than 1e18"),
+            "{e}"
+        );
+        assert!(CommMatrix::from_csv("0,1e18\n1e18,0\n", "m").is_ok());
+        let wide = vec!["0"; MAX_TASKS + 1].join(",");
+        let e = CommMatrix::from_csv(&wide, "m.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1 has more than 4096 cells"), "{e}");
+        let tall = "0\n".repeat(MAX_TASKS + 1);
+        let e = CommMatrix::from_csv(&tall, "m.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("more than 4096 rows (at least 4097)") && e.contains("128.0 MiB"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -88,6 +88,15 @@ pub enum TraceError {
         /// What is wrong.
         message: String,
     },
+    /// The trace is beyond one of the analysis's documented caps (more distinct threads, a node id
+    /// larger than any machine's).
+    #[error("{}: {message}", path.display())]
+    TooLarge {
+        /// The file (empty for samples analysed in memory).
+        path: PathBuf,
+        /// Which cap, the trace's value and what to do.
+        message: String,
+    },
 }
 
 /// Trace file formats.
