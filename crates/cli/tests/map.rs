@@ -515,3 +515,59 @@ fn deloc_from_a_trace_spreads_concurrent_pairs() {
         "concurrent pairs share a node: {nodes:?}"
     );
 }
+
+#[test]
+fn algorithms_without_a_matrix_map_a_number_of_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    for algo in ["compact", "scatter", "round-robin", "packed", "random"] {
+        let file = dir.path().join(format!("{algo}.toml"));
+        let out = numaff()
+            .args(["map", "--algo", algo, "--tasks", "6", "--json"])
+            .args(["--machine", "kmaf-sim-4x2", "-o"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{algo}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["tasks"], 6, "{algo}: {doc}");
+        assert_eq!(doc["placement"].as_array().unwrap().len(), 6, "{algo}");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&format!("algorithm = \"{algo}\"")), "{text}");
+    }
+    // Compact fills the PUs in order; the table has no costs without a matrix.
+    numaff()
+        .args(["map", "--algo", "compact", "--tasks", "3"])
+        .args(["--machine", "kmaf-sim-4x2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "placement (PU of each task, in matrix order): 0 1 2",
+        ))
+        .stdout(predicate::str::contains("no communication matrix"));
+}
+
+#[test]
+fn algorithms_that_read_the_matrix_say_so_when_given_only_tasks() {
+    for algo in ["eagermap", "locality", "balance", "deloc", "ondeloc"] {
+        numaff()
+            .args(["map", "--algo", algo, "--tasks", "6"])
+            .args(["--machine", "kmaf-sim-4x2"])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(format!(
+                "{algo} reads the communication between tasks: give --matrix M.csv or --trace T"
+            )));
+    }
+    numaff()
+        .args(["map", "--algo", "compact", "--tasks", "0"])
+        .args(["--machine", "kmaf-sim-4x2"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--tasks takes a number of tasks from 1",
+        ));
+}
