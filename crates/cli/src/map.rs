@@ -259,6 +259,9 @@ pub fn run(args: &MapArgs) -> Result<()> {
                 "{}",
                 header(&machine, tasks, matrix_name.as_deref(), "every algorithm")
             );
+            if let Some(line) = oversubscribed(tasks, tree.pu_count()) {
+                println!("{line}");
+            }
             print!("{}", table(&results));
         }
         return Ok(());
@@ -377,6 +380,9 @@ pub fn run(args: &MapArgs) -> Result<()> {
             "threads moved against the current placement (up to symmetric swaps): {moved} of {}",
             result.placement.len()
         );
+    }
+    if let Some(line) = oversubscribed(tasks, tree.pu_count()) {
+        let _ = writeln!(text, "{line}");
     }
     text.push('\n');
     let mut rows = vec![result];
@@ -534,6 +540,18 @@ fn load_trace(path: &std::path::Path, machine: &Machine) -> Result<TraceInput> {
             "threads"
         },
         current,
+    })
+}
+
+/// The line that says the PUs are oversubscribed, when there are more tasks than PUs: the figures
+/// then compare placements in which tasks share PUs.
+fn oversubscribed(tasks: usize, pus: usize) -> Option<String> {
+    (tasks > pus && pus > 0).then(|| {
+        format!(
+            "PUs oversubscribed: {tasks} tasks on {pus} PUs, {:.2} tasks per PU: tasks share \
+             PUs in every placement below, and the costs compare such placements",
+            tasks as f64 / pus as f64
+        )
     })
 }
 

@@ -571,3 +571,52 @@ fn algorithms_that_read_the_matrix_say_so_when_given_only_tasks() {
             "--tasks takes a number of tasks from 1",
         ));
 }
+
+#[test]
+fn more_tasks_than_pus_says_the_pus_are_oversubscribed() {
+    let dir = tempfile::tempdir().unwrap();
+    // 12 tasks in a ring on kmaf-sim-4x2's 8 PUs.
+    let n = 12;
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if (i + 1) % n == j || (j + 1) % n == i {
+                        "10"
+                    } else {
+                        "0"
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let csv = dir.path().join("ring12.csv");
+    std::fs::write(&csv, rows.join("\n") + "\n").unwrap();
+    let expected = "PUs oversubscribed: 12 tasks on 8 PUs, 1.50 tasks per PU";
+    for how in [["--algo", "locality"], ["--compare", "--seed=0"]] {
+        numaff()
+            .arg("map")
+            .args(how)
+            .args(["--machine", "kmaf-sim-4x2", "--matrix"])
+            .arg(&csv)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(expected))
+            .stdout(predicate::str::contains("vs best"));
+    }
+    // As many tasks as PUs: no such line.
+    numaff()
+        .args([
+            "map",
+            "--algo",
+            "locality",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--matrix",
+        ])
+        .arg(fixture("comm8.csv"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("oversubscribed").not());
+}
