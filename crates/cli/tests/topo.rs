@@ -370,3 +370,62 @@ fn demo_finds_the_ring_on_a_loaded_machine() {
     assert!(out.status.success());
     assert_demo_found_the_ring(&String::from_utf8(out.stdout).unwrap());
 }
+
+/// The `numaff sim` commands the demo suggests print the demo's simulated numbers: the os row's
+/// mean over its seeds, and the makespans of the two oracle placements.
+#[test]
+fn demo_suggests_the_sim_commands_its_numbers_come_from() {
+    let out = numaff().arg("demo").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let demo_ms = |label: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row: {text}"));
+        line[line.find(label).unwrap() + label.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let commands: Vec<Vec<&str>> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("numaff sim ") && l.contains("--workload"))
+        .map(|l| l.split_whitespace().skip(1).collect())
+        .collect();
+    assert_eq!(commands.len(), 2, "{text}");
+    let run = |args: &[&str]| -> String {
+        let out = numaff().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let two = |x: &str| format!("{:.2}", x.parse::<f64>().unwrap());
+    // The os row: the mean makespan over the seeds.
+    let os = run(&commands[0]);
+    let mean = os
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("makespan (ms)"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no mean makespan: {os}"));
+    assert_eq!(two(mean), demo_ms("os, first-touch"), "{os}\n{text}");
+    // The oracle rows: their makespans in the comparison table.
+    let table = run(&commands[1]);
+    for (threads, data) in [("scatter", "oracle-remote"), ("compact", "oracle-local")] {
+        let ms = table
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.len() > 2 && w[0] == threads && w[1] == data)
+            .map(|w| w[2].to_string())
+            .unwrap_or_else(|| panic!("no {threads} {data} row: {table}"));
+        assert_eq!(
+            two(&ms),
+            demo_ms(&format!("{threads}, {data}")),
+            "{table}\n{text}"
+        );
+    }
+}
