@@ -429,3 +429,83 @@ fn demo_suggests_the_sim_commands_its_numbers_come_from() {
         );
     }
 }
+
+/// `--export` writes the format its extension names: hwloc XML that hwloc reads back into the same
+/// machine (and hwloc-calc accepts), a TOML machine file, and refuses any other extension.
+#[test]
+fn export_writes_the_format_of_its_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = numaff().args(args).arg("--json").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // Node 1 of kmaf-itanium spans two packages: hwloc needs a group to hold it.
+    for machine in ["laso-hpl", "kmaf-itanium"] {
+        let xml = dir.path().join(format!("{machine}.xml"));
+        numaff()
+            .args(["topo", "--machine", machine, "--export"])
+            .arg(&xml)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&xml).unwrap();
+        assert!(text.starts_with("<?xml"), "{text}");
+        let original = json(&["topo", "--machine", machine]);
+        let back = json(&["topo", "--from-hwloc", xml.to_str().unwrap()]);
+        for key in ["nodes", "packages", "cores", "pus", "memory_bytes"] {
+            assert_eq!(
+                back["summary"][key], original["summary"][key],
+                "{machine} {key}"
+            );
+        }
+        assert_eq!(back["pus"], original["pus"], "{machine}");
+        assert_eq!(
+            back["machine"]["distances"], original["machine"]["distances"],
+            "{machine}"
+        );
+        match std::process::Command::new("hwloc-calc")
+            .arg("-i")
+            .arg(&xml)
+            .args(["--number-of", "pu", "machine:0"])
+            .output()
+        {
+            Ok(out) => {
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout).trim(),
+                    original["summary"]["pus"].to_string()
+                );
+            }
+            Err(e) => eprintln!("hwloc-calc not run ({e}): install hwloc (scripts/setup.sh)"),
+        }
+    }
+    let toml = dir.path().join("m.toml");
+    numaff()
+        .args(["topo", "--machine", "kmaf-sim-4x2", "--export"])
+        .arg(&toml)
+        .assert()
+        .success();
+    assert!(!std::fs::read_to_string(&toml).unwrap().starts_with('<'));
+    let back = json(&["topo", "--machine", toml.to_str().unwrap()]);
+    assert_eq!(back["summary"]["pus"], 8);
+    for name in ["m.txt", "m"] {
+        let path = dir.path().join(name);
+        numaff()
+            .args(["topo", "--machine", "kmaf-sim-4x2", "--export"])
+            .arg(&path)
+            .assert()
+            .failure()
+            .stderr(
+                predicate::str::contains("FILE.toml").and(predicate::str::contains("FILE.xml")),
+            );
+        assert!(!path.exists(), "{name} was written");
+    }
+}
