@@ -853,13 +853,14 @@ pub fn advice(class: Class, m: &Metrics, source: CommSource) -> String {
             .into(),
         (Class::Static, _) => format!(
             "a stable communication pattern ({} change{} of the task order): map once, offline, \
-             from this matrix (e.g. the deloc or treematch policies)",
+             from this matrix (`numaff map --algo deloc`, or `--algo locality`, TreeMatch-style)",
             m.CommDyn,
             if m.CommDyn == 1 { "" } else { "s" }
         ),
         (Class::Dynamic, _) => format!(
             "the communication pattern changes {} times: an online mapper that remaps at \
-             intervals (ondeloc) suits it better than one offline mapping",
+             intervals (as `numaff map --algo ondeloc` does from the current placement) suits it \
+             better than one offline mapping",
             m.CommDyn
         ),
     }

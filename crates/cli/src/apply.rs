@@ -145,6 +145,16 @@ pub fn run(args: &ApplyArgs) -> Result<u8> {
             Err(e) => bail!("cannot wait for {}: {e}", prog.to_string_lossy()),
         }
     };
+    let tasks = file.placement.len();
+    let used = follower.slots_used();
+    if used < tasks {
+        eprintln!(
+            "numaff: warning: the mapping has {tasks} tasks but the program created {used} \
+             threads to pin; tasks {used} to {} were not used, so the mapping may not be meant \
+             for this program (map it again from a trace of this program, or with --tasks {used})",
+            tasks - 1
+        );
+    }
     if args.verbose {
         let wall = start.elapsed();
         eprintln!(

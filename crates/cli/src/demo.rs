@@ -42,7 +42,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         );
     }
     print!("{}", mapping_example(&other)?);
-    print!("{}", simulation_example(&other));
+    print!("{}", simulation_example(&args.machine, &other));
     print!("{}", observing_example());
     let me = std::process::id() as i32;
     match numaff_linux::view::process(me, &host, None) {
@@ -125,18 +125,56 @@ fn mapping_example(machine: &numaff_machine::Machine) -> Result<String> {
     Ok(out)
 }
 
-/// Decision quality in the simulator on the paper machine: an SP-like workload with the Linux-like
-/// default placement (over several seeds), with threads placed compactly, and with each page on
-/// the node that uses it most (kMAF §3's experiment). A failure to simulate is reported as a line,
-/// not an error.
-fn simulation_example(machine: &numaff_machine::Machine) -> String {
+/// The demo simulates nas-sp with its arrays scaled by this (half: a quick demo).
+const SIM_SCALE: f64 = 0.5;
+/// The seed of the demo's runs; the os placement runs [`OS_SEEDS`] seeds from it.
+const SIM_SEED: u64 = 1;
+/// The os placement's moves are random (and follow any change of timing), so one run of it is one
+/// sample: its row is the mean over this many seeds, with their range.
+const OS_SEEDS: u64 = 5;
+
+/// The `numaff sim` commands that print the demo's simulated numbers on machine `spec`: the os
+/// placement over its seeds, then the comparison of the two oracle placements.
+fn sim_commands(spec: &str) -> [String; 2] {
+    let common = format!(
+        "numaff sim --machine {} --workload nas-sp --scale {SIM_SCALE} --seed {SIM_SEED}",
+        shell_word(spec)
+    );
+    [
+        format!("{common} --seeds {OS_SEEDS}"),
+        format!(
+            "{common} --threads scatter --threads compact --data oracle-remote --data oracle-local"
+        ),
+    ]
+}
+
+/// `s` as one shell word: as it is when it has no character the shell treats specially, else in
+/// single quotes.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Decision quality in the simulator on the paper machine (`spec`, as the user gave it): an SP-like
+/// workload at [`SIM_SCALE`] with the Linux-like default placement (over several seeds), with
+/// threads placed compactly, and with each page on the node that uses it most (kMAF §3's
+/// experiment), then the `numaff sim` commands that print the same numbers. A failure to simulate
+/// is reported as a line, not an error.
+fn simulation_example(spec: &str, machine: &numaff_machine::Machine) -> String {
     use numaff_workload::{catalog, run, DataChoice, RunOptions, ThreadPolicy};
     let workload = match catalog::load("nas-sp") {
-        Ok(w) => w.scaled(0.5),
+        Ok(w) => w.scaled(SIM_SCALE),
         Err(e) => return format!("(cannot load the nas-sp workload: {e})\n\n"),
     };
     let mut out = format!(
-        "Simulated on {}: nas-sp (NAS SP-like, {} threads), three placements:\n",
+        "Simulated on {}: nas-sp at scale {SIM_SCALE} (NAS SP-like, its arrays scaled by \
+         {SIM_SCALE} for a quick demo, {} threads), three placements:\n",
         machine.name,
         workload.programs.iter().map(|p| p.threads).sum::<u32>()
     );
@@ -155,9 +193,6 @@ fn simulation_example(machine: &numaff_machine::Machine) -> String {
             DataChoice::OracleLocal,
         ),
     ];
-    // The os placement's moves are random (and follow any change of timing), so one run of it
-    // is one sample: its row is the mean over OS_SEEDS seeds, with their range.
-    const OS_SEEDS: u64 = 5;
     let mut base = None;
     for (label, threads, data) in cases {
         let seeds = if threads == ThreadPolicy::Os {
@@ -166,7 +201,8 @@ fn simulation_example(machine: &numaff_machine::Machine) -> String {
             1
         };
         let runs: Result<Vec<_>, numaff_workload::WorkloadError> = (1..=seeds)
-            .map(|seed| {
+            .map(|i| {
+                let seed = SIM_SEED + i - 1;
                 let opts = RunOptions {
                     threads: threads.clone(),
                     data: data.clone(),
@@ -204,11 +240,11 @@ fn simulation_example(machine: &numaff_machine::Machine) -> String {
             Err(e) => out.push_str(&format!("  {label:<22} cannot simulate: {e}\n")),
         }
     }
+    let [os, oracles] = sim_commands(spec);
     out.push_str(&format!(
-        "  `numaff sim --machine {} --workload nas-sp --threads compact --threads scatter --data\n  \
-         oracle-local --data oracle-remote` compares placements (kMAF Fig. 1);\n  \
-         `numaff sim --list-workloads` and `numaff sim --help` for more.\n\n",
-        machine.name
+        "  The same numbers from `numaff sim`: the os row from\n    {os}\n  and the other two \
+         (next to the two mixed placements, kMAF Fig. 1) from\n    {oracles}\n  \
+         `numaff sim --list-workloads` and `numaff sim --help` for more.\n\n"
     ));
     out
 }
@@ -342,4 +378,20 @@ fn profile_ring() -> Result<String> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sim_commands;
+
+    #[test]
+    fn suggested_sim_commands_quote_a_machine_given_as_a_description() {
+        let [os, _] = sim_commands("numa:2 pu:4");
+        assert!(
+            os.starts_with("numaff sim --machine 'numa:2 pu:4' --workload nas-sp --scale 0.5"),
+            "{os}"
+        );
+        let [_, oracles] = sim_commands("it's.toml");
+        assert!(oracles.contains(r"--machine 'it'\''s.toml'"), "{oracles}");
+    }
 }

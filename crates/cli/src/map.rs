@@ -24,6 +24,10 @@ pub struct MapArgs {
     /// Communication matrix: CSV, one row per task, cells separated by commas or spaces.
     #[arg(long, value_name = "M.csv", conflicts_with = "trace")]
     matrix: Option<PathBuf>,
+    /// The number of tasks, without a communication matrix: enough for the algorithms that do not
+    /// read one (compact, scatter, round-robin, packed, random).
+    #[arg(long, value_name = "N", conflicts_with_all = ["matrix", "trace", "from"])]
+    tasks: Option<usize>,
     /// A trace to take the communication matrix from (`numaff profile`'s Parquet or CSV, or a CSV
     /// of MPI messages): the tasks are its threads (or ranks) in trace order; the cpu of each
     /// thread's last sample is the current placement when the trace was recorded on this machine.
@@ -80,6 +84,9 @@ struct Figures {
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
+
+/// The most tasks `--tasks` takes.
+const MAX_TASKS: usize = 65_536;
 
 #[derive(Serialize)]
 struct ExportJson {
@@ -177,8 +184,31 @@ pub fn run(args: &MapArgs) -> Result<()> {
         return print_export(kind, &machine, &file.placement, granularity, args);
     }
 
-    // The input: a matrix file, or the matrix of a trace with its threads' ids and last cpus.
+    // The input: a matrix file, or the matrix of a trace with its threads' ids and last cpus, or
+    // only a number of tasks.
     let (comm, matrix_name, matrix_hash, traced) = match (&args.trace, &args.matrix) {
+        (None, None) => {
+            let Some(n) = args.tasks else {
+                bail!(
+                    "give the communication: --matrix M.csv (one row of numbers per task) or \
+                     --trace T (a trace of numaff profile, or a CSV of MPI messages), or only \
+                     --tasks N for {}",
+                    no_matrix_algorithms()
+                );
+            };
+            if !(1..=MAX_TASKS).contains(&n) {
+                bail!("--tasks takes a number of tasks from 1 to {MAX_TASKS}, not {n}");
+            }
+            if let Some(a) = algo.filter(|a| a.needs_comm()) {
+                bail!(
+                    "{} reads the communication between tasks: give --matrix M.csv or --trace T \
+                     instead of --tasks ({} need only --tasks)",
+                    a.name(),
+                    no_matrix_algorithms()
+                );
+            }
+            (None, None, None, None)
+        }
         (Some(path), _) => {
             let t = load_trace(path, &machine)?;
             let name = format!(
@@ -188,40 +218,49 @@ pub fn run(args: &MapArgs) -> Result<()> {
                 t.kind
             );
             let hash = mapping::hash_bytes(t.comm.to_csv().as_bytes());
-            (t.comm.clone(), name, hash, Some(t))
+            (Some(t.comm.clone()), Some(name), Some(hash), Some(t))
         }
         (None, Some(matrix_path)) => {
             let bytes = read_matrix_file(matrix_path)?;
             let text = String::from_utf8_lossy(&bytes);
             let comm = CommMatrix::from_csv(&text, &matrix_path.display().to_string())?;
             let name = matrix_path.display().to_string();
-            (comm, name, mapping::hash_bytes(&bytes), None)
+            (
+                Some(comm),
+                Some(name),
+                Some(mapping::hash_bytes(&bytes)),
+                None,
+            )
         }
-        (None, None) => bail!(
-            "give the communication: --matrix M.csv (one row of numbers per task) or --trace T \
-             (a trace of numaff profile, or a CSV of MPI messages)"
-        ),
     };
+    let tasks = comm
+        .as_ref()
+        .map_or(args.tasks.unwrap_or(0), CommMatrix::len);
+    let comm = comm.as_ref();
     let current = traced.as_ref().and_then(|t| t.current.as_ref());
     let groups = traced.as_ref().and_then(|t| t.groups.as_deref());
     let tree = Tree::from_machine(&machine);
-    let run_one = |a: Algorithm| figures(a, &machine, &tree, &comm, current, groups, args.seed);
+    let run_one =
+        |a: Algorithm| figures(a, &machine, &tree, tasks, comm, current, groups, args.seed);
 
     if args.compare {
         let results: Vec<Figures> = Algorithm::ALL.iter().map(|&a| run_one(a)).collect();
         if args.json {
             let doc = CompareJson {
                 machine: MachineId::of(&machine),
-                tasks: comm.len(),
-                matrix: Some(matrix_name),
+                tasks,
+                matrix: matrix_name,
                 results: &results,
             };
             println!("{}", serde_json::to_string_pretty(&doc)?);
         } else {
             print!(
                 "{}",
-                header(&machine, comm.len(), &matrix_name, "every algorithm")
+                header(&machine, tasks, matrix_name.as_deref(), "every algorithm")
             );
+            if let Some(line) = oversubscribed(tasks, tree.pu_count()) {
+                println!("{line}");
+            }
             print!("{}", table(&results));
         }
         return Ok(());
@@ -250,9 +289,9 @@ pub fn run(args: &MapArgs) -> Result<()> {
     let mut file = MappingFile::new(algo.name(), &machine, result.placement.clone());
     match &args.trace {
         Some(t) => file.input.trace = Some(t.display().to_string()),
-        None => file.input.matrix = Some(matrix_name.clone()),
+        None => file.input.matrix = matrix_name.clone(),
     }
-    file.input.matrix_hash = Some(matrix_hash);
+    file.input.matrix_hash = matrix_hash;
     if algo == Algorithm::Random {
         file.input.seed = Some(args.seed);
     }
@@ -282,8 +321,8 @@ pub fn run(args: &MapArgs) -> Result<()> {
         };
         let doc = MapJson {
             machine: file.machine.clone(),
-            tasks: comm.len(),
-            matrix: Some(matrix_name),
+            tasks,
+            matrix: matrix_name,
             matrix_hash: file.input.matrix_hash.clone(),
             result: &result,
             nodes: file.nodes.clone(),
@@ -296,7 +335,7 @@ pub fn run(args: &MapArgs) -> Result<()> {
         return Ok(());
     }
 
-    let mut text = header(&machine, comm.len(), &matrix_name, algo.name());
+    let mut text = header(&machine, tasks, matrix_name.as_deref(), algo.name());
     if let Some(t) = &traced {
         let what = if t.kind == "threads" { "tid" } else { "rank" };
         let _ = writeln!(
@@ -340,6 +379,9 @@ pub fn run(args: &MapArgs) -> Result<()> {
             "threads moved against the current placement (up to symmetric swaps): {moved} of {}",
             result.placement.len()
         );
+    }
+    if let Some(line) = oversubscribed(tasks, tree.pu_count()) {
+        let _ = writeln!(text, "{line}");
     }
     text.push('\n');
     let mut rows = vec![result];
@@ -552,26 +594,54 @@ fn load_trace(path: &std::path::Path, machine: &Machine) -> Result<TraceInput> {
     })
 }
 
+/// The line that says the PUs are oversubscribed, when there are more tasks than PUs: the figures
+/// then compare placements in which tasks share PUs.
+fn oversubscribed(tasks: usize, pus: usize) -> Option<String> {
+    (tasks > pus && pus > 0).then(|| {
+        format!(
+            "PUs oversubscribed: {tasks} tasks on {pus} PUs, {:.2} tasks per PU: tasks share \
+             PUs in every placement below, and the costs compare such placements",
+            tasks as f64 / pus as f64
+        )
+    })
+}
+
+/// The algorithms that need no communication matrix (`--tasks N` is enough), in words.
+fn no_matrix_algorithms() -> String {
+    Algorithm::ALL
+        .iter()
+        .filter(|a| !a.needs_comm() && !matches!(a, Algorithm::Cimar | Algorithm::Nimar))
+        .map(|a| a.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One algorithm's placement of `tasks` tasks and, with a communication matrix, its costs.
+#[allow(clippy::too_many_arguments)]
 fn figures(
     algo: Algorithm,
     machine: &Machine,
     tree: &Tree,
-    comm: &CommMatrix,
+    tasks: usize,
+    comm: Option<&CommMatrix>,
     current: Option<&Placement>,
     groups: Option<&[Vec<numaff_policy::deloc::Pair>]>,
     seed: u64,
 ) -> Figures {
-    let mut input = MapInput::with_comm(machine, comm);
+    let mut input = match comm {
+        Some(c) => MapInput::with_comm(machine, c),
+        None => MapInput::new(machine, tasks),
+    };
     input.seed = seed;
     input.current = current;
     input.groups = groups;
     match numaff_policy::map(algo, &input) {
         Ok(p) => Figures {
             algorithm: algo.name().to_string(),
-            hop_cost: Some(quality::hop_cost(tree, comm, &p)),
-            latency_cost: quality::latency_cost(machine, comm, &p),
-            shares: Some(quality::shares(machine, comm, &p)),
-            busiest_edge: quality::busiest_edge(tree, comm, &p),
+            hop_cost: comm.map(|c| quality::hop_cost(tree, c, &p)),
+            latency_cost: comm.and_then(|c| quality::latency_cost(machine, c, &p)),
+            shares: comm.map(|c| quality::shares(machine, c, &p)),
+            busiest_edge: comm.and_then(|c| quality::busiest_edge(tree, c, &p)),
             tasks_per_node: quality::tasks_per_node(machine, &p),
             tasks_per_pu: quality::tasks_per_pu(tree, &p),
             moved: current.map(|c| quality::moved_threads(tree, c, &p)),
@@ -593,12 +663,18 @@ fn figures(
     }
 }
 
-fn header(m: &Machine, tasks: usize, matrix: &str, what: &str) -> String {
-    let file = Path::new(matrix)
-        .file_name()
-        .map_or(matrix.to_string(), |f| f.to_string_lossy().into_owned());
+fn header(m: &Machine, tasks: usize, matrix: Option<&str>, what: &str) -> String {
+    let from = match matrix {
+        Some(matrix) => {
+            let file = Path::new(matrix)
+                .file_name()
+                .map_or(matrix.to_string(), |f| f.to_string_lossy().into_owned());
+            format!("from {file}")
+        }
+        None => "(--tasks, no communication matrix: no costs)".to_string(),
+    };
     format!(
-        "{what} on {} ({}), {tasks} tasks from {file}\n",
+        "{what} on {} ({}), {tasks} tasks {from}\n",
         m.name,
         mapping::summary(m)
     )

@@ -44,7 +44,14 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
 
     let mut meta = record::trace_meta(&plan, &machine, &target);
     let writer = BackgroundWriter::start(TraceWriter::create(plan.output, &meta)?);
-    let recorded = record::sample(&plan, &mut target, &mut soft_dirty, &writer, &mut meta)?;
+    let recorded = record::sample(
+        &plan,
+        &agent,
+        &mut target,
+        &mut soft_dirty,
+        &writer,
+        &mut meta,
+    )?;
     let mut writer = writer.finish()?;
 
     let totals = report::Totals::of(&mut target.samplers);

@@ -1,7 +1,7 @@
 //! `numaff topo`: show a machine (the host, a machine file, a catalog machine, an hwloc export or a
 //! synthetic description) as a tree or JSON, list the catalog, export machine files, measure.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -30,8 +30,9 @@ pub struct TopoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
-    /// Write the machine (with measured matrices, if --measure) as a TOML machine file.
-    #[arg(long, value_name = "FILE.toml")]
+    /// Write the machine to a file, in the format its extension names: .toml, a machine file (with
+    /// measured matrices, if --measure); .xml, hwloc XML (for lstopo and hwloc-calc).
+    #[arg(long, value_name = "FILE.toml|FILE.xml")]
     export: Option<PathBuf>,
     /// Measure memory latency (pointer chase) and read bandwidth (all PUs of a node streaming) from
     /// every cpu node to every memory node of this machine, like Intel MLC. Takes a few seconds per
@@ -75,6 +76,7 @@ pub fn run(args: &TopoArgs) -> Result<()> {
     if args.list {
         return list(args.json);
     }
+    let export = args.export.as_deref().map(ExportFormat::of).transpose()?;
     let mut machine = load(args)?;
     let measurement = if args.measure {
         let m = run_measure(&machine, args)?;
@@ -83,9 +85,12 @@ pub fn run(args: &TopoArgs) -> Result<()> {
     } else {
         None
     };
-    if let Some(path) = &args.export {
-        file::save(&machine, path)
-            .with_context(|| format!("cannot export the machine to {}", path.display()))?;
+    if let (Some(path), Some(format)) = (&args.export, export) {
+        match format {
+            ExportFormat::Toml => file::save(&machine, path),
+            ExportFormat::HwlocXml => numaff_machine::hwloc_xml::save(&machine, path),
+        }
+        .with_context(|| format!("cannot export the machine to {}", path.display()))?;
         if !args.json {
             eprintln!("numaff: wrote {} ({})", path.display(), machine.name);
         }
@@ -103,6 +108,30 @@ pub fn run(args: &TopoArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What `--export` writes, by the file's extension.
+#[derive(Clone, Copy)]
+enum ExportFormat {
+    Toml,
+    HwlocXml,
+}
+
+impl ExportFormat {
+    fn of(path: &Path) -> Result<Self> {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("toml") => Ok(ExportFormat::Toml),
+            Some("xml") => Ok(ExportFormat::HwlocXml),
+            _ => anyhow::bail!(
+                "--export {}: name the format by the extension: FILE.toml for a numaff machine \
+                 file, FILE.xml for hwloc XML",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// Measures with a progress bar on stderr (hidden when stderr is not a terminal).

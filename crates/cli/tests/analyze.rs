@@ -566,3 +566,70 @@ fn traces_beyond_the_caps_are_refused_quickly() {
         .assert()
         .success();
 }
+
+/// Every algorithm analyze's advice names (as `--algo NAME`) is one `numaff map --algo` lists and
+/// maps a matrix with; the advice for mapping names at least one.
+#[test]
+fn every_algorithm_analyze_recommends_is_accepted_by_map() {
+    use numaff_behave::analyze::{advice, CommSource};
+    use numaff_behave::delocprof::{Class, Metrics};
+    let metrics = Metrics {
+        Lcomm: 1e6,
+        CommR: Some(0.5),
+        CommC: 0.5,
+        DramR: Some(0.5),
+        CommLoc: 0.1,
+        CommDyn: 3,
+    };
+    for class in [Class::NonMapping, Class::Static, Class::Dynamic] {
+        for source in [
+            CommSource::LoadsAndStores,
+            CommSource::SharingTable,
+            CommSource::Messages,
+        ] {
+            let text = advice(class, &metrics, source);
+            assert!(
+                !text.to_ascii_lowercase().contains("treematch policies"),
+                "{text}"
+            );
+            let named: Vec<&str> = text
+                .split("--algo ")
+                .skip(1)
+                .filter_map(|rest| {
+                    rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                        .next()
+                })
+                .collect();
+            if class != Class::NonMapping {
+                assert!(!named.is_empty(), "no algorithm named in {text:?}");
+            }
+            for name in named {
+                assert!(
+                    numaff_policy::Algorithm::NAMES.contains(&name),
+                    "{name} (in {text:?}) is not one of map's algorithms"
+                );
+                let out = Command::cargo_bin("numaff")
+                    .expect("numaff binary")
+                    .args([
+                        "map",
+                        "--algo",
+                        name,
+                        "--machine",
+                        "kmaf-sim-4x2",
+                        "--matrix",
+                    ])
+                    .arg(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/tests/fixtures/comm8.csv"
+                    ))
+                    .output()
+                    .expect("run numaff map");
+                assert!(
+                    out.status.success(),
+                    "numaff map --algo {name}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+}

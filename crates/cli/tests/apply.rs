@@ -195,6 +195,33 @@ fn apply_warns_when_more_threads_than_the_mapping() {
 }
 
 #[test]
+fn apply_warns_when_the_mapping_has_more_tasks_than_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile_pin_threads(dir.path());
+    // The program creates 5 threads; a mapping of 7 tasks (say, from a trace with numaff's own
+    // threads in it) leaves two tasks unused.
+    let map = mapping(dir.path(), "m.toml", &[1, 0, 1, 0, 0, 1, 0]);
+    let out = numaff()
+        .arg("apply")
+        .arg(&map)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "stderr: {err}");
+    assert!(
+        err.contains("warning: the mapping has 7 tasks but the program created 5 threads"),
+        "{err}"
+    );
+    assert_eq!(
+        allowed_of(&reports(&out.stdout)),
+        ["1", "0", "1", "0", "0"],
+        "stderr: {err}"
+    );
+}
+
+#[test]
 fn apply_program_runs_on_when_numaff_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     // sh and its sleep child: two threads in creation order.

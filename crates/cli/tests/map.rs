@@ -551,3 +551,108 @@ fn map_refuses_matrices_beyond_the_caps_quickly() {
     let err = run("tall.csv", &"0\n".repeat(5000));
     assert!(err.contains("tall.csv: more than 4096 rows"), "{err}");
 }
+
+#[test]
+fn algorithms_without_a_matrix_map_a_number_of_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    for algo in ["compact", "scatter", "round-robin", "packed", "random"] {
+        let file = dir.path().join(format!("{algo}.toml"));
+        let out = numaff()
+            .args(["map", "--algo", algo, "--tasks", "6", "--json"])
+            .args(["--machine", "kmaf-sim-4x2", "-o"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{algo}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["tasks"], 6, "{algo}: {doc}");
+        assert_eq!(doc["placement"].as_array().unwrap().len(), 6, "{algo}");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&format!("algorithm = \"{algo}\"")), "{text}");
+    }
+    // Compact fills the PUs in order; the table has no costs without a matrix.
+    numaff()
+        .args(["map", "--algo", "compact", "--tasks", "3"])
+        .args(["--machine", "kmaf-sim-4x2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "placement (PU of each task, in matrix order): 0 1 2",
+        ))
+        .stdout(predicate::str::contains("no communication matrix"));
+}
+
+#[test]
+fn algorithms_that_read_the_matrix_say_so_when_given_only_tasks() {
+    for algo in ["eagermap", "locality", "balance", "deloc", "ondeloc"] {
+        numaff()
+            .args(["map", "--algo", algo, "--tasks", "6"])
+            .args(["--machine", "kmaf-sim-4x2"])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(format!(
+                "{algo} reads the communication between tasks: give --matrix M.csv or --trace T"
+            )));
+    }
+    numaff()
+        .args(["map", "--algo", "compact", "--tasks", "0"])
+        .args(["--machine", "kmaf-sim-4x2"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--tasks takes a number of tasks from 1",
+        ));
+}
+
+#[test]
+fn more_tasks_than_pus_says_the_pus_are_oversubscribed() {
+    let dir = tempfile::tempdir().unwrap();
+    // 12 tasks in a ring on kmaf-sim-4x2's 8 PUs.
+    let n = 12;
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if (i + 1) % n == j || (j + 1) % n == i {
+                        "10"
+                    } else {
+                        "0"
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let csv = dir.path().join("ring12.csv");
+    std::fs::write(&csv, rows.join("\n") + "\n").unwrap();
+    let expected = "PUs oversubscribed: 12 tasks on 8 PUs, 1.50 tasks per PU";
+    for how in [["--algo", "locality"], ["--compare", "--seed=0"]] {
+        numaff()
+            .arg("map")
+            .args(how)
+            .args(["--machine", "kmaf-sim-4x2", "--matrix"])
+            .arg(&csv)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(expected))
+            .stdout(predicate::str::contains("vs best"));
+    }
+    // As many tasks as PUs: no such line.
+    numaff()
+        .args([
+            "map",
+            "--algo",
+            "locality",
+            "--machine",
+            "kmaf-sim-4x2",
+            "--matrix",
+        ])
+        .arg(fixture("comm8.csv"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("oversubscribed").not());
+}

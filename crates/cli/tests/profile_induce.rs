@@ -430,3 +430,53 @@ fn bad_induce_options_are_clear_errors() {
         );
     }
 }
+
+/// numaff's agent is a thread of the program but none of its tasks: the trace has samples of the
+/// program's threads only (the ring's workers and its main thread) and no thread named for the
+/// agent, so a mapping made from it has one task per thread of the program.
+#[test]
+fn the_agent_thread_is_left_out_of_the_trace() {
+    if !perf_allowed() || !uffd_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = compile_profile_program(dir.path(), "ring8", &["-O2", "-pthread"]);
+    let trace = dir.path().join("ring.parquet");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "-o"])
+        .arg(&trace)
+        .args(["--induce", "uffd", "--induce-rate", "20"])
+        .args(["--induce-budget", "off", "--"])
+        .arg(&prog)
+        .arg("400")
+        .output()
+        .expect("run numaff");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let workers: std::collections::BTreeSet<u32> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("THREAD "))
+        .filter_map(|l| l.split(' ').nth(1)?.parse().ok())
+        .collect();
+    assert_eq!(workers.len(), 8, "{stdout}");
+    let reader = TraceReader::open(&trace).expect("trace opens");
+    let names = reader.meta().thread_names.clone();
+    assert!(
+        names.values().all(|n| n != "numaff-agent"),
+        "the agent is named in the trace: {names:?}"
+    );
+    let samples = reader.read_all().expect("trace reads");
+    let strangers: std::collections::BTreeSet<u32> = samples
+        .iter()
+        .filter(|s| s.tid != s.pid && !workers.contains(&s.tid))
+        .map(|s| s.tid)
+        .collect();
+    assert!(
+        strangers.is_empty(),
+        "samples of threads the program did not create: {strangers:?} (names {names:?})"
+    );
+}

@@ -370,3 +370,142 @@ fn demo_finds_the_ring_on_a_loaded_machine() {
     assert!(out.status.success());
     assert_demo_found_the_ring(&String::from_utf8(out.stdout).unwrap());
 }
+
+/// The `numaff sim` commands the demo suggests print the demo's simulated numbers: the os row's
+/// mean over its seeds, and the makespans of the two oracle placements.
+#[test]
+fn demo_suggests_the_sim_commands_its_numbers_come_from() {
+    let out = numaff().arg("demo").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let demo_ms = |label: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row: {text}"));
+        line[line.find(label).unwrap() + label.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let commands: Vec<Vec<&str>> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("numaff sim ") && l.contains("--workload"))
+        .map(|l| l.split_whitespace().skip(1).collect())
+        .collect();
+    assert_eq!(commands.len(), 2, "{text}");
+    let run = |args: &[&str]| -> String {
+        let out = numaff().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let two = |x: &str| format!("{:.2}", x.parse::<f64>().unwrap());
+    // The os row: the mean makespan over the seeds.
+    let os = run(&commands[0]);
+    let mean = os
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("makespan (ms)"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no mean makespan: {os}"));
+    assert_eq!(two(mean), demo_ms("os, first-touch"), "{os}\n{text}");
+    // The oracle rows: their makespans in the comparison table.
+    let table = run(&commands[1]);
+    for (threads, data) in [("scatter", "oracle-remote"), ("compact", "oracle-local")] {
+        let ms = table
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.len() > 2 && w[0] == threads && w[1] == data)
+            .map(|w| w[2].to_string())
+            .unwrap_or_else(|| panic!("no {threads} {data} row: {table}"));
+        assert_eq!(
+            two(&ms),
+            demo_ms(&format!("{threads}, {data}")),
+            "{table}\n{text}"
+        );
+    }
+}
+
+/// `--export` writes the format its extension names: hwloc XML that hwloc reads back into the same
+/// machine (and hwloc-calc accepts), a TOML machine file, and refuses any other extension.
+#[test]
+fn export_writes_the_format_of_its_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = numaff().args(args).arg("--json").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // Node 1 of kmaf-itanium spans two packages: hwloc needs a group to hold it.
+    for machine in ["laso-hpl", "kmaf-itanium"] {
+        let xml = dir.path().join(format!("{machine}.xml"));
+        numaff()
+            .args(["topo", "--machine", machine, "--export"])
+            .arg(&xml)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&xml).unwrap();
+        assert!(text.starts_with("<?xml"), "{text}");
+        let original = json(&["topo", "--machine", machine]);
+        let back = json(&["topo", "--from-hwloc", xml.to_str().unwrap()]);
+        for key in ["nodes", "packages", "cores", "pus", "memory_bytes"] {
+            assert_eq!(
+                back["summary"][key], original["summary"][key],
+                "{machine} {key}"
+            );
+        }
+        assert_eq!(back["pus"], original["pus"], "{machine}");
+        assert_eq!(
+            back["machine"]["distances"], original["machine"]["distances"],
+            "{machine}"
+        );
+        match std::process::Command::new("hwloc-calc")
+            .arg("-i")
+            .arg(&xml)
+            .args(["--number-of", "pu", "machine:0"])
+            .output()
+        {
+            Ok(out) => {
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout).trim(),
+                    original["summary"]["pus"].to_string()
+                );
+            }
+            Err(e) => eprintln!("hwloc-calc not run ({e}): install hwloc (scripts/setup.sh)"),
+        }
+    }
+    let toml = dir.path().join("m.toml");
+    numaff()
+        .args(["topo", "--machine", "kmaf-sim-4x2", "--export"])
+        .arg(&toml)
+        .assert()
+        .success();
+    assert!(!std::fs::read_to_string(&toml).unwrap().starts_with('<'));
+    let back = json(&["topo", "--machine", toml.to_str().unwrap()]);
+    assert_eq!(back["summary"]["pus"], 8);
+    for name in ["m.txt", "m"] {
+        let path = dir.path().join(name);
+        numaff()
+            .args(["topo", "--machine", "kmaf-sim-4x2", "--export"])
+            .arg(&path)
+            .assert()
+            .failure()
+            .stderr(
+                predicate::str::contains("FILE.toml").and(predicate::str::contains("FILE.xml")),
+            );
+        assert!(!path.exists(), "{name} was written");
+    }
+}

@@ -13,6 +13,8 @@
  * its own thread, and does nothing at all (silently) when NUMAFF_INDUCE_RATE is unset or a step
  * fails. Within NUMAFF_INDUCE_BUDGET (a share of the program's cpu time; 0 or unset: no cap) it
  * re-arms fewer pages than the rate asks. It reports what it did to $NUMAFF_INDUCE_STATUS.<pid> (one line, rewritten every tick).
+ * The line names the agent's thread (tid=, its name is numaff-agent), which numaff leaves out of
+ * the trace: it is no task of the program.
  * When numaff (pid $NUMAFF_INDUCE_OWNER) is gone, the agent stops re-arming and removes its status
  * file: pages armed before are resolved by the kernel as usual, the program runs on unchanged. */
 #define _GNU_SOURCE
@@ -20,6 +22,7 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +30,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +68,8 @@ static struct {
     const char *last_call; /* the last failed call (an error, not a vanished range) and its errno */
     int last_errno;
     const char *why;   /* why private memory is not re-armed, or NULL */
+    pid_t tid;         /* the agent thread's tid, once it runs (atomic); 0 before */
+    sem_t running;     /* posted by the agent thread once tid is set */
 } A = {.uffd = -1, .status_fd = -1};
 
 /* Zero-initialised (in .bss, not in the file). */
@@ -86,7 +92,7 @@ static void status(const char *state) {
     int n = snprintf(line, sizeof line,
                      "state=%s uffd=%s ticks=%llu eligible_pages=%llu private_rearmed=%llu "
                      "shared_rearmed=%llu errors=%llu vanished=%llu wanted=%llu limited_ticks=%llu budget=%g "
-                     "agent_cpu_ms=%.3f last_error=%s:%d rate=%g tick_ms=%ld private=%s\n",
+                     "agent_cpu_ms=%.3f last_error=%s:%d rate=%g tick_ms=%ld private=%s tid=%ld\n",
                      state, A.uffd >= 0 ? (A.user_mode_only ? "user-mode-only" : "full") : "none",
                      (unsigned long long)A.ticks, (unsigned long long)A.eligible_pages,
                      (unsigned long long)A.private_pages, (unsigned long long)A.shared_pages,
@@ -95,7 +101,7 @@ static void status(const char *state) {
                      (unsigned long long)A.limited_ticks, A.budget,
                      cpu_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6, A.last_call ? A.last_call : "none",
                      A.last_errno, A.rate, A.tick_ms,
-                     A.why ? A.why : "write-protect");
+                     A.why ? A.why : "write-protect", (long)__atomic_load_n(&A.tid, __ATOMIC_ACQUIRE));
     /* One write of the same length every time, padded with spaces, never a truncation first: the
      * program may exit (killing this thread) between any two calls, and numaff reads the file
      * after that; a write within one page is done whole or not at all. */
@@ -328,6 +334,11 @@ static int owner_gone(void) {
 
 static void *agent(void *arg) {
     (void)arg;
+    /* Named and known before it touches any memory of its own, so that numaff can leave its
+     * samples out of the trace. */
+    prctl(PR_SET_NAME, "numaff-agent", 0, 0, 0);
+    __atomic_store_n(&A.tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    sem_post(&A.running);
     struct timespec ts = {.tv_sec = A.tick_ms / 1000, .tv_nsec = (A.tick_ms % 1000) * 1000000L};
     for (;;) {
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -387,7 +398,7 @@ __attribute__((constructor)) static void numaff_agent_start(void) {
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t t;
     pthread_attr_t attr;
-    int ok = pthread_attr_init(&attr) == 0;
+    int ok = sem_init(&A.running, 0, 0) == 0 && pthread_attr_init(&attr) == 0;
     if (ok) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         ok = pthread_create(&t, &attr, agent, NULL) == 0;
@@ -395,7 +406,12 @@ __attribute__((constructor)) static void numaff_agent_start(void) {
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (ok) {
-        pthread_setname_np(t, "numaff-agent");
+        /* The first status names the agent's thread: wait (a second at most) until it runs. */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        while (sem_timedwait(&A.running, &until) != 0 && errno == EINTR) {
+        }
         status("started");
     } else {
         status("off:no-thread");

@@ -418,6 +418,10 @@ pub fn agent_env(
     ]
 }
 
+/// The name of the agent's thread in the program: numaff's own, no task of the program, so left
+/// out of traces.
+pub const AGENT_THREAD_NAME: &str = "numaff-agent";
+
 /// The agent's status line for process `pid` (`key=value` words), if it wrote one.
 pub fn agent_status(status_prefix: &Path, pid: i32) -> Option<AgentStatus> {
     let mut p = status_prefix.as_os_str().to_owned();
@@ -456,6 +460,8 @@ pub struct AgentStatus {
     pub agent_cpu_ms: f64,
     /// Why private memory is not re-armed (`write-protect` when it is).
     pub private: String,
+    /// The agent's own thread in the program ([`AGENT_THREAD_NAME`]), once it runs.
+    pub tid: Option<u32>,
 }
 
 impl AgentStatus {
@@ -486,6 +492,7 @@ impl AgentStatus {
                 "limited_ticks" => s.limited_ticks = n(),
                 "agent_cpu_ms" => s.agent_cpu_ms = v.parse().unwrap_or(0.0),
                 "private" => s.private = v.into(),
+                "tid" => s.tid = v.parse().ok().filter(|&t| t != 0),
                 _ => {}
             }
         }
@@ -734,9 +741,11 @@ mod tests {
             "state=on uffd=full ticks=12 eligible_pages=300 private_rearmed=3600 \
              shared_rearmed=10 errors=0 vanished=2 wanted=4000 limited_ticks=3 budget=0.01 agent_cpu_ms=1.5 last_error=register:22 \
              rate=1 \
-             tick_ms=100 private=write-protect\n",
+             tick_ms=100 private=write-protect tid=4321\n",
         );
         assert_eq!((s.wanted, s.limited_ticks, s.agent_cpu_ms), (4000, 3, 1.5));
+        assert_eq!(s.tid, Some(4321));
+        assert_eq!(AgentStatus::parse("state=started tid=0").tid, None);
         assert_eq!(s.vanished, 2);
         assert_eq!(s.last_error, Some(("register".to_string(), 22)));
         assert_eq!(AgentStatus::parse("last_error=none:0").last_error, None);

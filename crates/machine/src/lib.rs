@@ -8,6 +8,7 @@ pub mod file;
 pub mod hostmeasure;
 #[cfg(feature = "hwloc")]
 pub mod hwloc;
+pub mod hwloc_xml;
 pub mod model;
 pub mod render;
 pub mod rng;

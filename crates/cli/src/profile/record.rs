@@ -49,6 +49,14 @@ impl Agent {
         })
     }
 
+    /// The agent's own thread in `pid`, once its status names it (its status file is kept).
+    fn thread(&self, pid: i32) -> Option<u32> {
+        if self.env.is_empty() {
+            return None;
+        }
+        induce::agent_status(&self.status_prefix, pid)?.tid
+    }
+
     /// What the agent in `pid` reported, if it did; its status files are removed.
     pub(super) fn take_status(&self, pid: i32) -> Option<AgentStatus> {
         let status = induce::agent_status(&self.status_prefix, pid);
@@ -124,7 +132,11 @@ impl Target {
             Program::Running(pid) => {
                 let threads = numaff_linux::tasks::threads(pid)?;
                 let mut v = Vec::new();
-                for t in &threads {
+                // A program started by an earlier `numaff profile` may still hold its agent.
+                for t in threads
+                    .iter()
+                    .filter(|t| t.name != induce::AGENT_THREAD_NAME)
+                {
                     v.push(AccessSampler::open_events(
                         t.tid,
                         &cpus,
@@ -241,10 +253,49 @@ pub(super) struct Recorded {
     pub thp_bytes_max: u64,
 }
 
+/// numaff's own threads in the program (the uffd agent's): their samples and names are left out
+/// of the trace, since they are no task of the program.
+#[derive(Default)]
+struct OwnThreads {
+    tids: Vec<u32>,
+    /// Whether the agent's status named its thread (then it is not looked up again).
+    agent_known: bool,
+}
+
+impl OwnThreads {
+    fn contains(&self, tid: u32) -> bool {
+        self.tids.contains(&tid)
+    }
+
+    fn add(&mut self, tid: u32) -> bool {
+        let new = !self.contains(tid);
+        if new {
+            self.tids.push(tid);
+        }
+        new
+    }
+
+    /// Learns the agent's thread from its status; true when it is new.
+    fn learn_agent(&mut self, agent: &Agent, pid: i32) -> bool {
+        if self.agent_known {
+            return false;
+        }
+        match agent.thread(pid) {
+            Some(tid) => {
+                self.agent_known = true;
+                self.add(tid)
+            }
+            None => false,
+        }
+    }
+}
+
 /// Lets a started command go, then drains the samplers into `writer` until the program exits,
 /// `--duration` elapses or a signal comes; thread names go into `meta` as they are seen.
+/// numaff's own threads (the agent's) are left out of both.
 pub(super) fn sample(
     plan: &Plan,
+    agent: &Agent,
     target: &mut Target,
     soft_dirty: &mut Option<SoftDirtyRearmer>,
     writer: &BackgroundWriter,
@@ -261,7 +312,11 @@ pub(super) fn sample(
     let mut thp_bytes_max: u64 = 0;
     let mut status = None;
     let mut stopped_by = "the program exited";
+    let mut own = OwnThreads::default();
     loop {
+        if own.learn_agent(agent, target.pid) {
+            pending.retain(|x| !own.contains(x.tid));
+        }
         if let Some(s) = target.samplers.first() {
             let wait = soft_dirty.as_ref().map_or(Duration::from_millis(50), |r| {
                 r.until_due().min(Duration::from_millis(50))
@@ -278,7 +333,11 @@ pub(super) fn sample(
             }
         }
         for s in &mut target.samplers {
-            s.drain(&mut |x| pending.push(x));
+            s.drain(&mut |x| {
+                if !own.contains(x.tid) {
+                    pending.push(x)
+                }
+            });
         }
         if pending.len() >= WRITE_BATCH
             && !writer.send(std::mem::replace(&mut pending, writer.empty_batch()))
@@ -289,7 +348,14 @@ pub(super) fn sample(
             let began = Instant::now();
             if let Ok(threads) = numaff_linux::tasks::threads(target.pid) {
                 for t in threads {
-                    meta.thread_names.insert(t.tid as u32, t.name);
+                    let tid = t.tid as u32;
+                    if t.name == induce::AGENT_THREAD_NAME {
+                        if own.add(tid) {
+                            pending.retain(|x| x.tid != tid);
+                        }
+                    } else if !own.contains(tid) {
+                        meta.thread_names.insert(tid, t.name);
+                    }
                 }
             }
             names_poll.done(began);
@@ -328,8 +394,13 @@ pub(super) fn sample(
         }
     }
     let wall = start.elapsed();
+    own.learn_agent(agent, target.pid);
     for s in &mut target.samplers {
         s.drain(&mut |x| pending.push(x));
+    }
+    pending.retain(|x| !own.contains(x.tid));
+    for tid in &own.tids {
+        meta.thread_names.remove(tid);
     }
     writer.send(pending);
     Ok(Recorded {
