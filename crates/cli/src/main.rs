@@ -7,6 +7,7 @@ mod demo;
 mod demo_ring;
 mod map;
 mod mapp;
+mod output;
 mod profile;
 mod show;
 mod sim;

@@ -75,6 +75,7 @@ pub fn run(args: &TopoArgs) -> Result<()> {
     if args.list {
         return list(args.json);
     }
+    crate::output::check_opt(args.export.as_deref())?;
     let mut machine = load(args)?;
     let measurement = if args.measure {
         let m = run_measure(&machine, args)?;
