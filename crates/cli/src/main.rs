@@ -134,7 +134,10 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Analyze(args) => analyze::run(&args),
-        Command::Profile(args) => profile::run(&args),
+        Command::Profile(args) => match profile::run(&args) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
         Command::DemoRing(args) => demo_ring::run(&args),
     };
     match result {

@@ -87,11 +87,13 @@ fn profile_four_threads_touching_their_buffers() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "numaff failed: {stdout}\n{stderr}");
+    // numaff's summary is on stderr: stdout is the program's alone.
     assert!(
-        stdout.contains("samples") && stdout.contains("lost"),
-        "{stdout}"
+        stderr.contains("samples") && stderr.contains("lost"),
+        "{stderr}"
     );
-    assert!(stdout.contains("numaff analyze"), "{stdout}");
+    assert!(stderr.contains("numaff analyze"), "{stderr}");
+    assert!(!stdout.contains("numaff"), "{stdout}");
     assert!(
         stderr.contains("sees") && stderr.contains("rate:") && stderr.contains("cost:"),
         "the sampler says what it sees, its rate and its cost: {stderr}"
@@ -171,11 +173,10 @@ fn profile_needs_a_command_and_a_known_sampler() {
     }
 }
 
+/// A program that does not exist is refused before anything is created: no trace and no
+/// temporary file.
 #[test]
-fn profile_reports_a_missing_program() {
-    if !perf_allowed() {
-        return;
-    }
+fn profile_reports_a_missing_program_and_leaves_no_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(cargo_bin("numaff"))
         .args(["profile", "-o"])
@@ -185,8 +186,81 @@ fn profile_reports_a_missing_program() {
         .expect("run numaff");
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("exec failed"), "{e}");
-    assert!(!dir.path().join("t.parquet").exists());
+    assert!(e.contains("cannot run /nonexistent/prog"), "{e}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A trace that cannot be written fails before the program starts: the program (which would
+/// make a marker file) never runs.
+#[test]
+fn profile_with_a_bad_output_does_not_start_the_program() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("ran");
+    for bad in ["/nonexistent/x.parquet", &dir.path().to_string_lossy()] {
+        let out = Command::new(cargo_bin("numaff"))
+            .args(["profile", "-o", bad, "--", "touch"])
+            .arg(&marker)
+            .output()
+            .expect("run numaff");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{e}");
+        assert!(e.contains("cannot write"), "{e}");
+    }
+    // A program left to run on would have made its marker by now.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!marker.exists(), "the program ran");
+}
+
+/// `numaff profile CMD` exits as CMD did: its status, or 128 + the signal that killed it.
+#[test]
+fn profile_exits_with_the_programs_status() {
+    if !perf_allowed() {
+        eprintln!("skipped: perf events are not allowed here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (cmd, code) in [
+        ("exit 42", 42),
+        ("false", 1),
+        ("exit 0", 0),
+        ("kill -SEGV $$", 139),
+    ] {
+        let out = Command::new(cargo_bin("numaff"))
+            .args(["profile", "-o"])
+            .arg(dir.path().join("t.parquet"))
+            .args(["--", "sh", "-c", cmd])
+            .output()
+            .expect("run numaff");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{cmd}: {e}");
+    }
+}
+
+/// numaff's own words go to stderr: the program's stdout is the program's alone.
+#[test]
+fn profile_leaves_stdout_to_the_program() {
+    if !perf_allowed() {
+        eprintln!("skipped: perf events are not allowed here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--", "sh", "-c", "echo only this"])
+        .output()
+        .expect("run numaff");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{e}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "only this\n");
+    assert!(
+        e.contains("samples") && e.contains("next: numaff analyze"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -284,7 +358,7 @@ fn profile_a_running_process_by_pid() {
     let _ = target.wait();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{stderr}");
-    assert!(stdout.contains("the program exited"), "{stdout}");
+    assert!(stderr.contains("the program exited"), "{stderr}");
     let reader = TraceReader::open(&trace).expect("open");
     let faults = reader.meta().rates.get("faults").copied().unwrap_or(0.0);
     let samples = reader.read_all().expect("read");
@@ -321,7 +395,7 @@ fn sample_period_samples_one_fault_in_n() {
         stderr.contains("rate: one fault in 8 (period 8)"),
         "the sampler states its rate: {stderr}"
     );
-    assert!(stdout.contains("faults (one in 8), 0 lost"), "{stdout}");
+    assert!(stderr.contains("faults (one in 8), 0 lost"), "{stderr}");
     let bufs = buffers(&stdout);
     let reader = TraceReader::open(&trace).expect("open trace");
     let rates = reader.meta().rates.clone();
@@ -557,8 +631,8 @@ fn transparent_huge_pages_are_reported_and_recorded() {
         "thp_bytes_max {thp_bytes}, the process had {given_kb} kB"
     );
     assert!(
-        stdout.contains("MiB of the program's memory") && stdout.contains("huge pages"),
-        "{stdout}"
+        stderr.contains("MiB of the program's memory") && stderr.contains("huge pages"),
+        "{stderr}"
     );
     let out = Command::new(cargo_bin("numaff"))
         .arg("analyze")

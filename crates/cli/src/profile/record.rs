@@ -118,7 +118,12 @@ pub(super) struct Target {
 
 impl Target {
     /// Opens the samplers: on a waiting child (a command) or on each thread of a running process.
-    pub(super) fn open(plan: &Plan, machine: &Machine, agent: &Agent) -> Result<Self> {
+    pub(super) fn open(
+        plan: &Plan,
+        machine: &Machine,
+        agent: &Agent,
+        command_line: String,
+    ) -> Result<Self> {
         let (cpus, node_of_cpu) = cpus_and_nodes(machine);
         match plan.program {
             Program::Running(pid) => {
@@ -135,15 +140,6 @@ impl Target {
                         plan.period,
                     )?);
                 }
-                let command_line = std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .map(|b| {
-                        b.split(|&c| c == 0)
-                            .filter(|a| !a.is_empty())
-                            .map(|a| String::from_utf8_lossy(a).into_owned())
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .unwrap_or_else(|_| format!("pid {pid}"));
                 Ok(Target {
                     pid,
                     samplers: v,
@@ -171,11 +167,6 @@ impl Target {
                         return Err(e.into());
                     }
                 };
-                let command_line = command
-                    .iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join(" ");
                 Ok(Target {
                     pid: child.pid(),
                     samplers: vec![s],
@@ -184,6 +175,27 @@ impl Target {
                 })
             }
         }
+    }
+}
+
+/// The program's command line, for the trace and messages: the command given, or a running
+/// process's /proc/PID/cmdline.
+pub(super) fn command_line(plan: &Plan) -> String {
+    match plan.program {
+        Program::Running(pid) => std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_else(|_| format!("pid {pid}")),
+        Program::Command(command) => command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }
 
@@ -214,7 +226,7 @@ pub(super) fn stop_on_signals() {
 }
 
 /// The trace's metadata known before sampling: the machine, the command, the sampler, the page size.
-pub(super) fn trace_meta(plan: &Plan, machine: &Machine, target: &Target) -> TraceMeta {
+pub(super) fn trace_meta(plan: &Plan, machine: &Machine, command_line: &str) -> TraceMeta {
     let page_size = {
         // SAFETY: sysconf has no memory-safety preconditions.
         let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -222,7 +234,7 @@ pub(super) fn trace_meta(plan: &Plan, machine: &Machine, target: &Target) -> Tra
     };
     TraceMeta {
         machine: numaff_machine::file::to_toml_string(machine).ok(),
-        command: Some(target.command_line.clone()),
+        command: Some(command_line.to_string()),
         sampler: Some(plan.sampler.to_string()),
         page_size,
         ..TraceMeta::default()

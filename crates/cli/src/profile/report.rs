@@ -191,7 +191,7 @@ pub(super) fn cpu_times() -> Option<(f64, f64)> {
     Some((get(libc::RUSAGE_SELF)?, get(libc::RUSAGE_CHILDREN)?))
 }
 
-/// The summary on stdout (and the program's failure on stderr): samples, induced faults, cpu
+/// The summary on stderr (stdout is the program's): samples, induced faults, cpu
 /// time, huge pages, losses, and what to run next.
 pub(super) fn print_summary(
     plan: &Plan,
@@ -210,14 +210,14 @@ pub(super) fn print_summary(
         1 => String::new(),
         n => format!(" of {counted} {} (one in {n})", counted_name(plan)),
     };
-    println!(
+    eprintln!(
         "numaff: {samples} samples{share}, {lost} lost, {threads_named} threads named, in {:.3} s wall ({}); wrote {}",
         recorded.wall.as_secs_f64(),
         recorded.stopped_by,
         plan.output.display()
     );
     if let Some(l) = induce_line {
-        println!("numaff: induced faults: {l}");
+        eprintln!("numaff: induced faults: {l}");
     }
     if let Some((own, program)) = cpu {
         let per_sample = if samples > 0 {
@@ -225,21 +225,21 @@ pub(super) fn print_summary(
         } else {
             String::new()
         };
-        println!("numaff: cpu time: numaff {own:.3} s{per_sample}, the program {program:.3} s");
+        eprintln!("numaff: cpu time: numaff {own:.3} s{per_sample}, the program {program:.3} s");
     }
     if recorded.thp_bytes_max > 0 {
-        println!(
+        eprintln!(
             "numaff: transparent huge pages: up to {:.1} MiB of the program's memory ({} huge pages) was in 2 MiB pages, each sampled as one first touch (recorded as thp_bytes_max)",
             recorded.thp_bytes_max as f64 / (1u64 << 20) as f64,
             recorded.thp_bytes_max >> 21
         );
     }
     if lost > 0 {
-        println!(
+        eprintln!(
             "numaff: {lost} samples were lost (ring buffers full): the analysis sees fewer faults than happened"
         );
     }
-    println!("next: numaff analyze {}", plan.output.display());
+    eprintln!("next: numaff analyze {}", plan.output.display());
     if let Some(st) = recorded.status {
         if st != 0 {
             eprintln!("numaff: the program exited with {}", describe_status(st));
@@ -271,6 +271,16 @@ fn describe_induce(i: Induce, rate: f64, budget: Option<f64>) -> String {
             induce::BALANCING_COST
         ),
         Induce::Auto => "auto".into(),
+    }
+}
+
+/// The exit status that hands a program's wait status on: its exit status, or 128 + the signal
+/// that killed it (as a shell does); 0 when the program's end was not seen.
+pub(super) fn exit_code(status: Option<i32>) -> u8 {
+    match status {
+        Some(st) if libc::WIFEXITED(st) => libc::WEXITSTATUS(st) as u8,
+        Some(st) if libc::WIFSIGNALED(st) => (128 + libc::WTERMSIG(st)).min(255) as u8,
+        _ => 0,
     }
 }
 
