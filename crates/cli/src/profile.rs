@@ -63,7 +63,7 @@ pub fn run(args: &ProfileArgs) -> Result<u8> {
     });
     drop(target.samplers);
     writer.finish()?;
-    let cpu = report::cpu_times();
+    let cpu = report::cpu_times(target.pid, target.cpu_at_start, &recorded);
     report::print_summary(
         &plan,
         &totals,

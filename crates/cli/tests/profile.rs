@@ -368,6 +368,50 @@ fn profile_a_running_process_by_pid() {
     assert!(faults >= samples.len() as f64, "{faults} faults counted");
 }
 
+/// A busy process that touches no new pages gives no samples when attached: numaff says why and
+/// what to do, and reports the process's own cpu time over the run (not 0).
+#[test]
+fn profile_of_a_busy_process_explains_why_no_samples_came() {
+    if !perf_allowed() {
+        eprintln!("skipped: perf events are not allowed here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut busy = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .expect("start a busy loop");
+    // Past the shell's start-up, whose first touches would be samples.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--induce", "off", "--duration", "1s", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--pid", &busy.id().to_string()])
+        .output()
+        .expect("run numaff");
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{e}");
+    assert!(e.contains("0 samples"), "{e}");
+    assert!(
+        e.contains("no samples: an attached process shows only the first touches")
+            && e.contains("--induce soft-dirty"),
+        "{e}"
+    );
+    let cpu: f64 = e
+        .lines()
+        .find_map(|l| {
+            l.split_once("the program ")?
+                .1
+                .strip_suffix(" s")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no program cpu time: {e}"));
+    assert!(cpu > 0.0, "the busy process's cpu time: {cpu} s\n{e}");
+}
+
 /// Sampling overhead: `--sample-period 8` samples one first touch in 8, each still from
 /// the thread that touched the page, and the trace records the period and how many faults there
 /// were.

@@ -114,6 +114,8 @@ pub(super) struct Target {
     child: Option<WaitingChild>,
     /// The command line, for the trace and messages.
     pub command_line: String,
+    /// A running process's cpu time when the samplers were opened, in seconds.
+    pub cpu_at_start: Option<f64>,
 }
 
 impl Target {
@@ -145,6 +147,7 @@ impl Target {
                     samplers: v,
                     child: None,
                     command_line,
+                    cpu_at_start: process_cpu_s(pid),
                 })
             }
             Program::Command(command) => {
@@ -172,6 +175,7 @@ impl Target {
                     samplers: vec![s],
                     child: Some(child),
                     command_line,
+                    cpu_at_start: None,
                 })
             }
         }
@@ -386,6 +390,19 @@ impl BoundedPoll {
         let cost = ended.saturating_duration_since(began);
         ended + self.interval.max(cost * Self::COST_FACTOR)
     }
+}
+
+/// A process's cpu time so far (user and system, all its threads), in seconds, from
+/// /proc/PID/stat; `None` once it is gone.
+pub(super) fn process_cpu_s(pid: i32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name: state is field 3, utime and stime fields 14 and 15.
+    let rest = &s[s.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| ticks as f64 / hz as f64)
 }
 
 /// Whether a process exists and is not a zombie.
