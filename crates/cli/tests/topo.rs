@@ -213,7 +213,8 @@ fn export_failure_leaves_no_partial_file() {
         .arg(&target)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("cannot export"));
+        .stderr(predicate::str::contains("cannot write"))
+        .stderr(predicate::str::contains("missing-dir does not exist"));
     assert!(!target.exists());
 }
 
