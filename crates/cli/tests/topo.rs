@@ -371,3 +371,22 @@ fn demo_finds_the_ring_on_a_loaded_machine() {
     assert!(out.status.success());
     assert_demo_found_the_ring(&String::from_utf8(out.stdout).unwrap());
 }
+
+#[test]
+fn an_hwloc_error_says_its_errno_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("bad.xml");
+    std::fs::write(
+        &xml,
+        "<?xml version=\"1.0\"?>\n<topology><object type=\"Machine\"></object></topology>\n",
+    )
+    .unwrap();
+    let out = numaff()
+        .args(["topo", "--machine"])
+        .arg(&xml)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{e}");
+    assert!(!e.contains("Errno {") && !e.contains("Some("), "{e}");
+}
