@@ -69,6 +69,18 @@ impl OutputPath {
                 "the output path is empty: give a file name".into(),
             ));
         }
+        // A device or FIFO, reached through any links (also /proc's, as /dev/stdout's to a pipe,
+        // which name no path): opened by the path given.
+        if let Ok(m) = std::fs::metadata(path) {
+            let ft = m.file_type();
+            if ft.is_char_device() || ft.is_block_device() || ft.is_fifo() {
+                return Ok(OutputPath {
+                    given: path.to_path_buf(),
+                    target: path.to_path_buf(),
+                    how: How::Stream,
+                });
+            }
+        }
         let mut target = path.to_path_buf();
         for _ in 0..MAX_LINKS {
             let meta = match std::fs::symlink_metadata(&target) {
@@ -390,6 +402,25 @@ mod tests {
             .expect("write");
         let mode = std::fs::metadata(&p).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_pipe_reached_through_proc_links_is_written_in_place() {
+        let mut fds = [0; 2];
+        // SAFETY: pipe writes two fds into a live array.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let p = format!("/proc/self/fd/{}", fds[1]);
+        let out = OutputPath::check(Path::new(&p)).expect("check");
+        assert!(out.is_stream());
+        out.write(b"abc").expect("write");
+        let mut buf = [0u8; 3];
+        // SAFETY: reads 3 bytes into a live buffer; the fds are ours.
+        unsafe {
+            assert_eq!(libc::read(fds[0], buf.as_mut_ptr().cast(), 3), 3);
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        assert_eq!(&buf, b"abc");
     }
 
     #[test]
