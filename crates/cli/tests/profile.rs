@@ -412,6 +412,45 @@ fn profile_of_a_busy_process_explains_why_no_samples_came() {
     assert!(cpu > 0.0, "the busy process's cpu time: {cpu} s\n{e}");
 }
 
+/// An unprivileged user attaching to root's process is told it is another user's process, not
+/// to lower perf_event_paranoid. Run as root, the test drops to uid 65534 for numaff.
+#[test]
+fn profile_of_another_users_process_says_whose_it_is() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root, to run numaff as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let mut sleeper = Command::new("sleep")
+        .arg("10")
+        .spawn()
+        .expect("start sleep");
+    let mut cmd = Command::new(cargo_bin("numaff"));
+    cmd.args(["profile", "--induce", "off", "--duration", "1s", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--pid", &sleeper.id().to_string()]);
+    // SAFETY: setgid and setuid are async-signal-safe; nothing else runs in the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run numaff");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{e}");
+    assert!(e.contains("another user (uid 0)"), "{e}");
+    assert!(!e.contains("set it to 2 or lower"), "{e}");
+}
+
 /// Sampling overhead: `--sample-period 8` samples one first touch in 8, each still from
 /// the thread that touched the page, and the trace records the period and how many faults there
 /// were.
