@@ -20,7 +20,8 @@ const MAX_LINKS: usize = 40;
 enum How {
     /// A regular file, or a new one: a temporary beside it, renamed over it.
     Replace {
-        /// The mode of the file replaced, kept on the new one.
+        /// The permission bits of the file replaced (not setuid, setgid or sticky), kept on the
+        /// new one.
         mode: Option<u32>,
     },
     /// A character or block device, or a FIFO: opened and written in place, never replaced.
@@ -123,7 +124,7 @@ impl OutputPath {
                 given: path.to_path_buf(),
                 target,
                 how: How::Replace {
-                    mode: Some(meta.permissions().mode() & 0o7777),
+                    mode: Some(meta.permissions().mode() & 0o777),
                 },
             });
         }
