@@ -38,6 +38,10 @@ pub struct AnalyzeArgs {
 }
 
 pub fn run(args: &AnalyzeArgs) -> Result<()> {
+    // The report and its figures are checked before the trace is read.
+    for p in args.html.iter().flat_map(|h| report::output_paths(h)) {
+        crate::output::check(&p)?;
+    }
     if !(args.interval > 0.0 && args.interval.is_finite()) {
         bail!(
             "--interval takes a positive number of seconds, not {}",

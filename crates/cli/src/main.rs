@@ -7,6 +7,7 @@ mod demo;
 mod demo_ring;
 mod map;
 mod mapp;
+mod output;
 mod profile;
 mod show;
 mod sim;
@@ -133,7 +134,10 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Analyze(args) => analyze::run(&args),
-        Command::Profile(args) => profile::run(&args),
+        Command::Profile(args) => match profile::run(&args) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
         Command::DemoRing(args) => demo_ring::run(&args),
     };
     match result {

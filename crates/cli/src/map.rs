@@ -123,6 +123,7 @@ struct CompareJson<'a> {
 }
 
 pub fn run(args: &MapArgs) -> Result<()> {
+    crate::output::check_opt(args.output.as_deref())?;
     let granularity = match args.granularity.as_str() {
         "pu" | "fine" | "thread" => Granularity::Pu,
         "core" => Granularity::Core,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use numaff_machine::{spec, write_atomic};
+use numaff_machine::spec;
 use numaff_mapp::{transform, Report};
 
 #[derive(Args)]
@@ -30,6 +30,7 @@ pub struct MappArgs {
 }
 
 pub fn run(args: &MappArgs) -> Result<()> {
+    let out = crate::output::check_opt(args.output.as_deref())?;
     let machine = spec::resolve(&args.machine)
         .with_context(|| format!("cannot load machine {:?}", args.machine))?;
     let meta = std::fs::metadata(&args.input)
@@ -56,10 +57,9 @@ pub fn run(args: &MappArgs) -> Result<()> {
     } else {
         summary(&t.report, &input)
     };
-    match &args.output {
+    match &out {
         Some(out) => {
-            write_atomic(out, t.output.as_bytes())
-                .with_context(|| format!("cannot write {}", out.display()))?;
+            crate::output::write(out, t.output.as_bytes())?;
             print!("{report}");
         }
         None => {

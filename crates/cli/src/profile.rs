@@ -26,24 +26,29 @@ pub use plan::ProfileArgs;
 use plan::Task;
 use writer::BackgroundWriter;
 
-pub fn run(args: &ProfileArgs) -> Result<()> {
+/// Records (or imports, or lists samplers); the exit status is the program's (128 + the signal
+/// that killed it), 0 when its end was not seen.
+pub fn run(args: &ProfileArgs) -> Result<u8> {
     let plan = match Task::from_args(args)? {
         Task::ListSamplers => {
             list_samplers();
-            return Ok(());
+            return Ok(0);
         }
-        Task::Import { input, output } => return import::run(input, output),
+        Task::Import { input, output } => return import::run(input, output).map(|()| 0),
         Task::Record(plan) => plan,
     };
     let agent = record::Agent::install(&plan)?;
     let machine = record::discover_machine().context("cannot discover this machine")?;
-    let mut target = record::Target::open(&plan, &machine, &agent)?;
+    let command_line = record::command_line(&plan);
+    let mut meta = record::trace_meta(&plan, &machine, &command_line);
+    // The trace is created before the program is started: a failure here starts nothing.
+    let trace = TraceWriter::create(plan.output, &meta)?;
+    let mut target = record::Target::open(&plan, &machine, &agent, command_line)?;
     let thp = report::announce(&plan, &target);
     let mut soft_dirty = record::soft_dirty_rearmer(&plan, target.pid);
     record::stop_on_signals();
 
-    let mut meta = record::trace_meta(&plan, &machine, &target);
-    let writer = BackgroundWriter::start(TraceWriter::create(plan.output, &meta)?);
+    let writer = BackgroundWriter::start(trace);
     let recorded = record::sample(
         &plan,
         &agent,
@@ -65,7 +70,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     });
     drop(target.samplers);
     writer.finish()?;
-    let cpu = report::cpu_times();
+    let cpu = report::cpu_times(target.pid, target.cpu_at_start, &recorded);
     report::print_summary(
         &plan,
         &totals,
@@ -74,7 +79,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         induce_line,
         cpu,
     );
-    Ok(())
+    Ok(report::exit_code(recorded.status))
 }
 
 /// `--list-samplers`: the samplers and the ways of inducing faults, whether each works here and

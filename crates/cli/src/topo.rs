@@ -77,6 +77,7 @@ pub fn run(args: &TopoArgs) -> Result<()> {
         return list(args.json);
     }
     let export = args.export.as_deref().map(ExportFormat::of).transpose()?;
+    crate::output::check_opt(args.export.as_deref())?;
     let mut machine = load(args)?;
     let measurement = if args.measure {
         let m = run_measure(&machine, args)?;

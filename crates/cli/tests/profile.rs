@@ -87,11 +87,13 @@ fn profile_four_threads_touching_their_buffers() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "numaff failed: {stdout}\n{stderr}");
+    // numaff's summary is on stderr: stdout is the program's alone.
     assert!(
-        stdout.contains("samples") && stdout.contains("lost"),
-        "{stdout}"
+        stderr.contains("samples") && stderr.contains("lost"),
+        "{stderr}"
     );
-    assert!(stdout.contains("numaff analyze"), "{stdout}");
+    assert!(stderr.contains("numaff analyze"), "{stderr}");
+    assert!(!stdout.contains("numaff"), "{stdout}");
     assert!(
         stderr.contains("sees") && stderr.contains("rate:") && stderr.contains("cost:"),
         "the sampler says what it sees, its rate and its cost: {stderr}"
@@ -171,11 +173,10 @@ fn profile_needs_a_command_and_a_known_sampler() {
     }
 }
 
+/// A program that does not exist is refused before anything is created: no trace and no
+/// temporary file.
 #[test]
-fn profile_reports_a_missing_program() {
-    if !perf_allowed() {
-        return;
-    }
+fn profile_reports_a_missing_program_and_leaves_no_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(cargo_bin("numaff"))
         .args(["profile", "-o"])
@@ -185,8 +186,81 @@ fn profile_reports_a_missing_program() {
         .expect("run numaff");
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("exec failed"), "{e}");
-    assert!(!dir.path().join("t.parquet").exists());
+    assert!(e.contains("cannot run /nonexistent/prog"), "{e}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A trace that cannot be written fails before the program starts: the program (which would
+/// make a marker file) never runs.
+#[test]
+fn profile_with_a_bad_output_does_not_start_the_program() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("ran");
+    for bad in ["/nonexistent/x.parquet", &dir.path().to_string_lossy()] {
+        let out = Command::new(cargo_bin("numaff"))
+            .args(["profile", "-o", bad, "--", "touch"])
+            .arg(&marker)
+            .output()
+            .expect("run numaff");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{e}");
+        assert!(e.contains("cannot write"), "{e}");
+    }
+    // A program left to run on would have made its marker by now.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!marker.exists(), "the program ran");
+}
+
+/// `numaff profile CMD` exits as CMD did: its status, or 128 + the signal that killed it.
+#[test]
+fn profile_exits_with_the_programs_status() {
+    if !perf_allowed() {
+        eprintln!("skipped: perf events are not allowed here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (cmd, code) in [
+        ("exit 42", 42),
+        ("false", 1),
+        ("exit 0", 0),
+        ("kill -SEGV $$", 139),
+    ] {
+        let out = Command::new(cargo_bin("numaff"))
+            .args(["profile", "-o"])
+            .arg(dir.path().join("t.parquet"))
+            .args(["--", "sh", "-c", cmd])
+            .output()
+            .expect("run numaff");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{cmd}: {e}");
+    }
+}
+
+/// numaff's own words go to stderr: the program's stdout is the program's alone.
+#[test]
+fn profile_leaves_stdout_to_the_program() {
+    if !perf_allowed() {
+        eprintln!("skipped: perf events are not allowed here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--", "sh", "-c", "echo only this"])
+        .output()
+        .expect("run numaff");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{e}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "only this\n");
+    assert!(
+        e.contains("samples") && e.contains("next: numaff analyze"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -284,7 +358,7 @@ fn profile_a_running_process_by_pid() {
     let _ = target.wait();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{stderr}");
-    assert!(stdout.contains("the program exited"), "{stdout}");
+    assert!(stderr.contains("the program exited"), "{stderr}");
     let reader = TraceReader::open(&trace).expect("open");
     let faults = reader.meta().rates.get("faults").copied().unwrap_or(0.0);
     let samples = reader.read_all().expect("read");
@@ -292,6 +366,89 @@ fn profile_a_running_process_by_pid() {
     assert!(tids.len() >= 4, "{} tids", tids.len());
     assert!(samples.len() >= 4 * 3900, "{} samples", samples.len());
     assert!(faults >= samples.len() as f64, "{faults} faults counted");
+}
+
+/// A busy process that touches no new pages gives no samples when attached: numaff says why and
+/// what to do, and reports the process's own cpu time over the run (not 0).
+#[test]
+fn profile_of_a_busy_process_explains_why_no_samples_came() {
+    if !perf_allowed() {
+        eprintln!("skipped: perf events are not allowed here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut busy = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .expect("start a busy loop");
+    // Past the shell's start-up, whose first touches would be samples.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let out = Command::new(cargo_bin("numaff"))
+        .args(["profile", "--induce", "off", "--duration", "1s", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--pid", &busy.id().to_string()])
+        .output()
+        .expect("run numaff");
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{e}");
+    assert!(e.contains("0 samples"), "{e}");
+    assert!(
+        e.contains("no samples: an attached process shows only the first touches")
+            && e.contains("--induce soft-dirty"),
+        "{e}"
+    );
+    let cpu: f64 = e
+        .lines()
+        .find_map(|l| {
+            l.split_once("the program ")?
+                .1
+                .strip_suffix(" s")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no program cpu time: {e}"));
+    assert!(cpu > 0.0, "the busy process's cpu time: {cpu} s\n{e}");
+}
+
+/// An unprivileged user attaching to root's process is told it is another user's process, not
+/// to lower perf_event_paranoid. Run as root, the test drops to uid 65534 for numaff.
+#[test]
+fn profile_of_another_users_process_says_whose_it_is() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root, to run numaff as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let mut sleeper = Command::new("sleep")
+        .arg("10")
+        .spawn()
+        .expect("start sleep");
+    let mut cmd = Command::new(cargo_bin("numaff"));
+    cmd.args(["profile", "--induce", "off", "--duration", "1s", "-o"])
+        .arg(dir.path().join("t.parquet"))
+        .args(["--pid", &sleeper.id().to_string()]);
+    // SAFETY: setgid and setuid are async-signal-safe; nothing else runs in the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run numaff");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{e}");
+    assert!(e.contains("another user (uid 0)"), "{e}");
+    assert!(!e.contains("set it to 2 or lower"), "{e}");
 }
 
 /// Sampling overhead: `--sample-period 8` samples one first touch in 8, each still from
@@ -321,7 +478,7 @@ fn sample_period_samples_one_fault_in_n() {
         stderr.contains("rate: one fault in 8 (period 8)"),
         "the sampler states its rate: {stderr}"
     );
-    assert!(stdout.contains("faults (one in 8), 0 lost"), "{stdout}");
+    assert!(stderr.contains("faults (one in 8), 0 lost"), "{stderr}");
     let bufs = buffers(&stdout);
     let reader = TraceReader::open(&trace).expect("open trace");
     let rates = reader.meta().rates.clone();
@@ -557,8 +714,8 @@ fn transparent_huge_pages_are_reported_and_recorded() {
         "thp_bytes_max {thp_bytes}, the process had {given_kb} kB"
     );
     assert!(
-        stdout.contains("MiB of the program's memory") && stdout.contains("huge pages"),
-        "{stdout}"
+        stderr.contains("MiB of the program's memory") && stderr.contains("huge pages"),
+        "{stderr}"
     );
     let out = Command::new(cargo_bin("numaff"))
         .arg("analyze")

@@ -91,11 +91,33 @@ fn show_of_an_exited_process_says_so() {
         .args(["show", &pid])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("has exited"))
+        .stderr(predicate::str::contains("no such process"))
         // Said once, as the command's error, not also as a warning before it.
         .stderr(predicate::function(|e: &str| {
-            e.matches("has exited").count() == 1
+            e.matches("no such process").count() == 1
         }));
+}
+
+#[test]
+fn show_of_a_pid_that_never_existed_is_no_such_process() {
+    // Above the kernel's largest pid (4194304): no process ever had it.
+    numaff()
+        .args(["show", "5000000"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no such process 5000000"))
+        .stderr(predicate::str::contains("has exited").not());
+}
+
+#[test]
+fn a_refused_process_of_our_own_uid_is_not_advised_to_run_as_it() {
+    // init is refused even to root in a container; elsewhere it may be shown, or refused to
+    // another user, who is rightly told to run as uid 0.
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let out = numaff().args(["show", "1"]).output().unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!e.contains(&format!("run as that user (uid {me})")), "{e}");
 }
 
 #[test]

@@ -213,7 +213,8 @@ fn export_failure_leaves_no_partial_file() {
         .arg(&target)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("cannot export"));
+        .stderr(predicate::str::contains("cannot write"))
+        .stderr(predicate::str::contains("missing-dir does not exist"));
     assert!(!target.exists());
 }
 
@@ -508,4 +509,23 @@ fn export_writes_the_format_of_its_extension() {
             );
         assert!(!path.exists(), "{name} was written");
     }
+}
+
+#[test]
+fn an_hwloc_error_says_its_errno_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("bad.xml");
+    std::fs::write(
+        &xml,
+        "<?xml version=\"1.0\"?>\n<topology><object type=\"Machine\"></object></topology>\n",
+    )
+    .unwrap();
+    let out = numaff()
+        .args(["topo", "--machine"])
+        .arg(&xml)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{e}");
+    assert!(!e.contains("Errno {") && !e.contains("Some("), "{e}");
 }

@@ -155,6 +155,12 @@ pub enum LinuxError {
     /// A syscall or file operation failed with an errno.
     #[error("{0}")]
     Sys(#[from] SysError),
+    /// A process named by the user does not exist (not even as a zombie).
+    #[error("no such process {pid}: none runs with that pid (the pid is wrong, or the process is gone; `ps -e` lists the running processes)")]
+    NoSuchProcess {
+        /// The pid given.
+        pid: i32,
+    },
     /// A node asked for does not exist or has no memory (the kernel said ENODEV or EINVAL).
     #[error(
         "cannot {} of {target}: node {node} does not exist or has no memory here (nodes with memory: \
@@ -205,6 +211,9 @@ pub struct SysError {
     pub errno: i32,
     /// The uid that owns the target process, looked up for permission errors.
     pub owner_uid: Option<u32>,
+    /// numaff's effective uid, looked up with `owner_uid`: when they are the same, the process
+    /// is refused for privileges other than its owner's.
+    pub caller_uid: Option<u32>,
 }
 
 impl SysError {
@@ -221,11 +230,14 @@ impl SysError {
         } else {
             None
         };
+        // SAFETY: geteuid has no preconditions.
+        let caller_uid = owner_uid.map(|_| unsafe { libc::geteuid() });
         SysError {
             op,
             target,
             errno,
             owner_uid,
+            caller_uid,
         }
     }
 
@@ -296,6 +308,13 @@ impl fmt::Display for SysError {
                     .into()
             }
             libc::EPERM | libc::EACCES => match self.owner_uid {
+                Some(uid) if self.caller_uid == Some(uid) => format!(
+                    "numaff already runs as uid {uid}, its owner: the process has privileges \
+                     numaff lacks here (init, a process of another container or user namespace, \
+                     or one that Yama's ptrace_scope protects); it needs {} over that process, \
+                     from its own namespace",
+                    self.op.capability()
+                ),
                 Some(uid) => format!(
                     "run as that user (uid {uid}) or with {}",
                     self.op.capability()
@@ -343,6 +362,7 @@ impl LinuxError {
         match self {
             LinuxError::Sys(e) => Some(e.errno),
             LinuxError::NoNode { errno, .. } => Some(*errno),
+            LinuxError::NoSuchProcess { .. } => Some(libc::ESRCH),
             LinuxError::Parse { .. } => None,
         }
     }
@@ -357,14 +377,39 @@ pub fn read_text(path: &Path) -> Result<String> {
 mod tests {
     use super::*;
 
+    /// The message of an error, numaff running as uid 1000.
     fn err(op: Op, target: Target, errno: i32, owner: Option<u32>) -> String {
         SysError {
             op,
             target,
             errno,
             owner_uid: owner,
+            caller_uid: owner.map(|_| 1000),
         }
         .to_string()
+    }
+
+    #[test]
+    fn a_refusal_of_our_own_uid_does_not_say_to_run_as_it() {
+        let m = SysError {
+            op: Op::Read,
+            target: Target::Path("/proc/1/numa_maps".into()),
+            errno: libc::EACCES,
+            owner_uid: Some(0),
+            caller_uid: Some(0),
+        }
+        .to_string();
+        assert!(!m.contains("run as that user"), "{m}");
+        assert!(
+            m.contains("numaff already runs as uid 0") && m.contains("CAP_SYS_PTRACE"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn a_process_that_does_not_exist_is_no_such_process() {
+        let m = LinuxError::NoSuchProcess { pid: 4_000_000 }.to_string();
+        assert!(m.starts_with("no such process 4000000"), "{m}");
     }
 
     #[test]

@@ -174,8 +174,19 @@ impl WaitingChild {
     }
 
     /// Kills a child that has not exec'd yet (e.g. the events could not be opened on it) and reaps
-    /// it.
+    /// it. Dropping a child that was never told to go does the same.
     pub fn kill(self) {
+        drop(self);
+    }
+}
+
+impl Drop for WaitingChild {
+    /// A child never told to go is killed and reaped: an error in the parent before [`Self::go`]
+    /// must not leave the program running on, unobserved.
+    fn drop(&mut self) {
+        if self.go_fd < 0 {
+            return;
+        }
         // SAFETY: plain syscalls on our own child and fds.
         unsafe {
             libc::kill(self.pid, libc::SIGKILL);
@@ -184,5 +195,7 @@ impl WaitingChild {
             libc::close(self.go_fd);
             libc::close(self.err_fd);
         }
+        self.go_fd = -1;
+        self.err_fd = -1;
     }
 }

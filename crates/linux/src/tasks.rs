@@ -115,10 +115,17 @@ fn is_gone(e: &LinuxError) -> bool {
 }
 
 /// The threads of process `pid`, sorted by tid. Threads that exit while being read are left out; a
-/// process that does not exist is an error saying it has exited.
+/// process that does not exist is [`LinuxError::NoSuchProcess`], one whose threads all exit while
+/// being read an error saying it has exited.
 pub fn threads(pid: i32) -> Result<Vec<Task>> {
     let dir = PathBuf::from(format!("/proc/{pid}/task"));
-    let entries = std::fs::read_dir(&dir).map_err(|e| LinuxError::read(&dir, &e))?;
+    let entries = std::fs::read_dir(&dir).map_err(|e| {
+        if pid <= 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            LinuxError::NoSuchProcess { pid }
+        } else {
+            LinuxError::read(&dir, &e)
+        }
+    })?;
     let hz = clock_ticks_per_second();
     let mut tasks = Vec::new();
     for entry in entries {
@@ -374,12 +381,13 @@ mod tests {
     }
 
     #[test]
-    fn exited_process() {
+    fn a_pid_that_never_existed_is_no_such_process() {
         let e = threads(i32::MAX).unwrap_err().to_string();
         assert!(
-            e.ends_with(&format!("process {} has exited", i32::MAX)),
+            e.starts_with(&format!("no such process {}", i32::MAX)),
             "{e}"
         );
+        assert!(!e.contains("has exited"), "{e}");
     }
     #[test]
     fn children_and_descendants_of_a_launched_program() {

@@ -250,6 +250,6 @@ mod tests {
         let pid = child.id() as i32;
         child.wait().unwrap();
         let e = process(pid, &machine, None).unwrap_err().to_string();
-        assert!(e.contains("exited"), "{e}");
+        assert!(e.contains("no such process"), "{e}");
     }
 }

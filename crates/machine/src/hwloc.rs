@@ -444,8 +444,39 @@ fn finish(mut m: Machine, origin: &str) -> Result<Machine> {
 fn hwloc_error(action: &str, message: String) -> MachineError {
     MachineError::Hwloc {
         action: action.to_string(),
-        message,
+        message: plain_errno(&message),
     }
+}
+
+/// hwlocality's errors print their errno as Rust debug output (`failed with errno Some(Errno {
+/// code: 22, description: Some("Invalid argument") })`): said here as its text and number
+/// (`failed: Invalid argument (errno 22)`).
+fn plain_errno(message: &str) -> String {
+    const HEAD: &str = " with errno Some(Errno { code: ";
+    let Some(at) = message.find(HEAD) else {
+        return message.replace(" with errno None", "");
+    };
+    let rest = &message[at + HEAD.len()..];
+    let Some(end) = rest.find(" })") else {
+        return message.to_string();
+    };
+    let inner = &rest[..end];
+    let code = inner.split(',').next().unwrap_or("").trim();
+    let text = inner
+        .split_once("description: Some(\"")
+        .and_then(|(_, t)| t.strip_suffix("\")"))
+        .map(str::to_string)
+        .or_else(|| {
+            code.parse::<i32>()
+                .ok()
+                .map(|c| std::io::Error::from_raw_os_error(c).to_string())
+        })
+        .unwrap_or_default();
+    format!(
+        "{}: {text} (errno {code}){}",
+        &message[..at],
+        &rest[end + " })".len()..]
+    )
 }
 
 fn text(s: &CStr) -> String {
@@ -903,6 +934,20 @@ fn diagnose_synthetic(desc: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hwloc_errors_say_the_errno_in_words() {
+        let m = super::plain_errno(
+            "hwloc_topology_load failed with errno Some(Errno { code: 22, description: \
+             Some(\"Invalid argument\") })",
+        );
+        assert_eq!(m, "hwloc_topology_load failed: Invalid argument (errno 22)");
+        assert_eq!(
+            super::plain_errno("hwloc_x failed with errno None; see lstopo"),
+            "hwloc_x failed; see lstopo"
+        );
+        assert_eq!(super::plain_errno("no errno here"), "no errno here");
+    }
+
     use super::*;
 
     #[test]

@@ -10,6 +10,7 @@ pub mod hostmeasure;
 pub mod hwloc;
 pub mod hwloc_xml;
 pub mod model;
+pub mod outfile;
 pub mod render;
 pub mod rng;
 pub mod spec;
@@ -23,7 +24,6 @@ pub use model::{
     NumaFactor, Package, Summary,
 };
 
-use std::io::Write;
 use std::path::Path;
 
 /// The machine numaff runs on: through hwloc when the `hwloc` feature is on and hwloc works, else
@@ -54,32 +54,15 @@ pub fn discover_host() -> Result<Machine> {
     }
 }
 
-/// Writes a file atomically: the data goes to a temporary file beside it, which is then renamed over
-/// the target, so a reader (or a crash) never sees a partial file.
+/// Writes an output file whole or not at all ([`outfile`]): a regular file (or a new one) gets a
+/// temporary beside it renamed over it, a symlink is followed to its target, a device or FIFO is
+/// written in place; a directory, or a directory that is missing or not writable, is refused.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let io = |action, source| MachineError::Io {
-        action,
-        path: path.to_path_buf(),
-        source,
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(data)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io("write", e));
-    }
-    Ok(())
+    outfile::OutputPath::check(path)
+        .and_then(|out| out.write(data))
+        .map_err(|source| MachineError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        })
 }

@@ -24,11 +24,10 @@ pub(super) struct CsvState {
 
 /// The CSV sink of a new trace at `tmp` (renamed to `path` when finished), its header written. On
 /// error the temporary file is removed.
-pub(super) fn sink(file: File, path: &Path, tmp: &Path) -> Result<Sink, TraceError> {
+pub(super) fn sink(file: File, path: &Path) -> Result<Sink, TraceError> {
     let mut w = BufWriter::new(file);
     let header = COLUMNS.join(",");
     if let Err(e) = writeln!(w, "{header}") {
-        let _ = std::fs::remove_file(tmp);
         return Err(TraceError::Io {
             action: "write",
             path: path.to_path_buf(),

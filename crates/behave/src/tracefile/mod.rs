@@ -37,6 +37,7 @@ use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::file::metadata::KeyValue;
 use arrow_schema::SchemaRef;
+use numaff_machine::outfile::{OutputPath, Pending};
 
 use crate::sample::{Sample, TraceMeta};
 
@@ -66,6 +67,14 @@ pub enum TraceError {
         /// The file.
         path: PathBuf,
         /// The Parquet reader's message.
+        message: String,
+    },
+    /// The trace could not be encoded or written (a full disk, a write error under Parquet).
+    #[error("cannot write trace {}: {message}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
         message: String,
     },
     /// The file is readable but is not a trace (a missing column, bad metadata).
@@ -123,11 +132,12 @@ enum Sink {
     Csv(BufWriter<File>),
 }
 
-/// Writes a trace, atomically: samples go to a temporary file beside `path`, which
-/// [`TraceWriter::finish`] renames into place. Dropped unfinished, the writer removes it.
+/// Writes a trace, atomically: samples go to a temporary file beside `path` (or beside the target
+/// of a symlink), which [`TraceWriter::finish`] renames into place; a device or FIFO is written in
+/// place ([`numaff_machine::outfile`]). Dropped unfinished, the writer removes its temporary.
 pub struct TraceWriter {
     path: PathBuf,
-    tmp: PathBuf,
+    pending: Option<Pending>,
     sink: Option<Sink>,
     buf: Vec<Sample>,
     rows: u64,
@@ -141,28 +151,20 @@ impl TraceWriter {
 
     /// Creates a trace in `format`. CSV carries no metadata.
     pub fn create_as(path: &Path, format: Format, meta: &TraceMeta) -> Result<Self, TraceError> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
         let io = |action, source| TraceError::Io {
             action,
             path: path.to_path_buf(),
             source,
         };
-        let file = File::create(&tmp).map_err(|e| io("create", e))?;
+        let out = OutputPath::check(path).map_err(|e| io("write", e))?;
+        let (file, pending) = out.create().map_err(|e| io("create", e))?;
         let sink = match format {
-            Format::Parquet => parquet::sink(file, path, &tmp, meta)?,
-            Format::Csv => csv::sink(file, path, &tmp)?,
+            Format::Parquet => parquet::sink(file, path, meta)?,
+            Format::Csv => csv::sink(file, path)?,
         };
         Ok(TraceWriter {
             path: path.to_path_buf(),
-            tmp,
+            pending: Some(pending),
             sink: Some(sink),
             buf: Vec::new(),
             rows: 0,
@@ -226,18 +228,10 @@ impl TraceWriter {
                 .map_err(|e| self.io("write", e.into_error()))?,
             None => return Ok(self.rows),
         };
-        file.sync_all().map_err(|e| self.io("sync", e))?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| self.io("rename into place", e))?;
-        Ok(self.rows)
-    }
-}
-
-impl Drop for TraceWriter {
-    fn drop(&mut self) {
-        if self.sink.is_some() {
-            self.sink = None;
-            let _ = std::fs::remove_file(&self.tmp);
+        if let Some(p) = self.pending.take() {
+            p.commit(file).map_err(|e| self.io("write", e))?;
         }
+        Ok(self.rows)
     }
 }
 

@@ -46,12 +46,7 @@ fn writer_properties(kv: Vec<KeyValue>) -> WriterProperties {
 
 /// The Parquet sink of a new trace at `tmp` (renamed to `path` when finished), with `meta` in the
 /// file's key-value metadata and in the Arrow schema. On error the temporary file is removed.
-pub(super) fn sink(
-    file: File,
-    path: &Path,
-    tmp: &Path,
-    meta: &TraceMeta,
-) -> Result<Sink, TraceError> {
+pub(super) fn sink(file: File, path: &Path, meta: &TraceMeta) -> Result<Sink, TraceError> {
     let pairs = meta.to_key_values();
     let kv = pairs
         .iter()
@@ -68,19 +63,16 @@ pub(super) fn sink(
     let props = writer_properties(kv);
     match ArrowWriter::try_new(file, schema.clone(), Some(props)) {
         Ok(w) => Ok(Sink::Parquet(Box::new(w), schema)),
-        Err(e) => {
-            let _ = std::fs::remove_file(tmp);
-            Err(TraceError::Parquet {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })
-        }
+        Err(e) => Err(TraceError::Write {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }),
     }
 }
 
 impl TraceWriter {
     pub(super) fn parquet_err(&self, e: impl ToString) -> TraceError {
-        TraceError::Parquet {
+        TraceError::Write {
             path: self.path.clone(),
             message: e.to_string(),
         }

@@ -32,6 +32,18 @@ fn stem_of(html: &Path) -> (String, PathBuf) {
     (stem, dir)
 }
 
+/// The files `--html` writes: the report, then each figure as SVG and PNG beside it.
+pub(super) fn output_paths(html: &Path) -> Vec<PathBuf> {
+    let (stem, dir) = stem_of(html);
+    let mut v = vec![html.to_path_buf()];
+    for f in figures() {
+        for ext in ["svg", "png"] {
+            v.push(dir.join(format!("{stem}-{}.{ext}", f.name)));
+        }
+    }
+    v
+}
+
 /// Writes the report and its figures; returns how many figure files were written.
 pub(super) fn write_report(
     html: &Path,
@@ -54,26 +66,21 @@ pub(super) fn write_report(
             (f.draw)(&root, a).map_err(|e| anyhow!("cannot draw the {} figure: {e}", f.name))?;
         }
         let svg_path = dir.join(format!("{stem}-{}.svg", f.name));
-        numaff_machine::write_atomic(&svg_path, svg.as_bytes())?;
-        // PNG: drawn to a temporary file (the extension names the format), renamed into place.
+        crate::output::write(&crate::output::check(&svg_path)?, svg.as_bytes())?;
+        // PNG: drawn to a file whose extension names the format, put in place whole.
         let png_path = dir.join(format!("{stem}-{}.png", f.name));
-        let tmp = dir.join(format!(".{stem}-{}.tmp.{}.png", f.name, std::process::id()));
-        let drawn = {
-            let root = BitMapBackend::new(&tmp, (W, H)).into_drawing_area();
-            (f.draw_png)(&root, a)
-        };
-        if let Err(e) = drawn.map_err(|e| anyhow!("cannot draw the {} figure as PNG: {e}", f.name))
-        {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-        std::fs::rename(&tmp, &png_path)
+        crate::output::check(&png_path)?
+            .write_by_name(".png", |tmp| {
+                let root = BitMapBackend::new(tmp, (W, H)).into_drawing_area();
+                (f.draw_png)(&root, a)
+                    .map_err(|e| anyhow!("cannot draw the {} figure as PNG: {e}", f.name))
+            })
             .with_context(|| format!("cannot write {}", png_path.display()))?;
         files += 2;
         svgs.push((f.name, f.title, svg));
     }
     let doc = report_html(trace, meta, a, &stem, &svgs);
-    numaff_machine::write_atomic(html, doc.as_bytes())?;
+    crate::output::write(&crate::output::check(html)?, doc.as_bytes())?;
     Ok(files)
 }
 

@@ -113,6 +113,8 @@ impl<'a> Task<'a> {
         if args.list_samplers {
             return Ok(Task::ListSamplers);
         }
+        // The trace's path is checked before anything is started or read.
+        crate::output::check(&args.output)?;
         if let Some(input) = &args.import {
             return Ok(Task::Import {
                 input,
@@ -126,7 +128,10 @@ impl<'a> Task<'a> {
             None if args.command.is_empty() => bail!(
                 "give the program to profile after --, or --pid PID (numaff profile -- ./prog args)"
             ),
-            None => Program::Command(&args.command),
+            None => {
+                check_program(&args.command[0])?;
+                Program::Command(&args.command)
+            }
         };
         let induce_opts = induce::options();
         // Induced faults feed the page-fault sampler; hardware samplers see accesses themselves.
@@ -159,6 +164,36 @@ impl<'a> Task<'a> {
             duration: args.duration,
         }))
     }
+}
+
+/// Checks that `program` can be started as execvp would find it (a path, or a name in `PATH`), so
+/// that a missing program fails before anything is created or started.
+fn check_program(program: &std::ffi::OsStr) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file())
+            && std::ffi::CString::new(p.as_os_str().as_bytes())
+                // SAFETY: access reads a NUL-terminated string that lives across the call.
+                .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)
+    };
+    let shown = Path::new(program).display();
+    if program.as_bytes().contains(&b'/') {
+        let p = Path::new(program);
+        return match std::fs::metadata(p) {
+            Err(e) => bail!("cannot run {shown}: {e}"),
+            Ok(m) if m.is_dir() => bail!("cannot run {shown}: it is a directory"),
+            Ok(_) if !runnable(p) => {
+                bail!("cannot run {shown}: it is not executable (chmod +x it, or run it through its interpreter)")
+            }
+            Ok(_) => Ok(()),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    if std::env::split_paths(&path).any(|d| runnable(&d.join(program))) {
+        return Ok(());
+    }
+    bail!("cannot run {shown}: no such program in PATH (give its path, e.g. ./{shown})")
 }
 
 /// The events of `--sampler`: page faults, or the PEBS / IBS events this machine's PMU describes.

@@ -122,11 +122,18 @@ pub(super) struct Target {
     child: Option<WaitingChild>,
     /// The command line, for the trace and messages.
     pub command_line: String,
+    /// A running process's cpu time when the samplers were opened, in seconds.
+    pub cpu_at_start: Option<f64>,
 }
 
 impl Target {
     /// Opens the samplers: on a waiting child (a command) or on each thread of a running process.
-    pub(super) fn open(plan: &Plan, machine: &Machine, agent: &Agent) -> Result<Self> {
+    pub(super) fn open(
+        plan: &Plan,
+        machine: &Machine,
+        agent: &Agent,
+        command_line: String,
+    ) -> Result<Self> {
         let (cpus, node_of_cpu) = cpus_and_nodes(machine);
         match plan.program {
             Program::Running(pid) => {
@@ -147,20 +154,12 @@ impl Target {
                         plan.period,
                     )?);
                 }
-                let command_line = std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .map(|b| {
-                        b.split(|&c| c == 0)
-                            .filter(|a| !a.is_empty())
-                            .map(|a| String::from_utf8_lossy(a).into_owned())
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .unwrap_or_else(|_| format!("pid {pid}"));
                 Ok(Target {
                     pid,
                     samplers: v,
                     child: None,
                     command_line,
+                    cpu_at_start: process_cpu_s(pid),
                 })
             }
             Program::Command(command) => {
@@ -183,19 +182,36 @@ impl Target {
                         return Err(e.into());
                     }
                 };
-                let command_line = command
-                    .iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join(" ");
                 Ok(Target {
                     pid: child.pid(),
                     samplers: vec![s],
                     child: Some(child),
                     command_line,
+                    cpu_at_start: None,
                 })
             }
         }
+    }
+}
+
+/// The program's command line, for the trace and messages: the command given, or a running
+/// process's /proc/PID/cmdline.
+pub(super) fn command_line(plan: &Plan) -> String {
+    match plan.program {
+        Program::Running(pid) => std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_else(|_| format!("pid {pid}")),
+        Program::Command(command) => command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }
 
@@ -226,7 +242,7 @@ pub(super) fn stop_on_signals() {
 }
 
 /// The trace's metadata known before sampling: the machine, the command, the sampler, the page size.
-pub(super) fn trace_meta(plan: &Plan, machine: &Machine, target: &Target) -> TraceMeta {
+pub(super) fn trace_meta(plan: &Plan, machine: &Machine, command_line: &str) -> TraceMeta {
     let page_size = {
         // SAFETY: sysconf has no memory-safety preconditions.
         let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -234,7 +250,7 @@ pub(super) fn trace_meta(plan: &Plan, machine: &Machine, target: &Target) -> Tra
     };
     TraceMeta {
         machine: numaff_machine::file::to_toml_string(machine).ok(),
-        command: Some(target.command_line.clone()),
+        command: Some(command_line.to_string()),
         sampler: Some(plan.sampler.to_string()),
         page_size,
         ..TraceMeta::default()
@@ -445,6 +461,19 @@ impl BoundedPoll {
         let cost = ended.saturating_duration_since(began);
         ended + self.interval.max(cost * Self::COST_FACTOR)
     }
+}
+
+/// A process's cpu time so far (user and system, all its threads), in seconds, from
+/// /proc/PID/stat; `None` once it is gone.
+pub(super) fn process_cpu_s(pid: i32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name: state is field 3, utime and stime fields 14 and 15.
+    let rest = &s[s.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| ticks as f64 / hz as f64)
 }
 
 /// Whether a process exists and is not a zombie.

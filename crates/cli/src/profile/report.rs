@@ -6,7 +6,7 @@ use numaff_linux::induce::{self, AgentStatus, Induce, SoftDirtyRearmer};
 use numaff_linux::sampler::AccessSampler;
 use numaff_linux::thp::{self, ThpMode};
 
-use super::plan::{budget_words, Plan};
+use super::plan::{budget_words, Plan, Program};
 use super::record::{Agent, Recorded, Target};
 
 /// Says which sampler and induced faults are used and whether transparent huge pages are on;
@@ -177,8 +177,14 @@ fn uffd_summary(meta: &mut TraceMeta, status: Option<AgentStatus>, budget: Optio
     }
 }
 
-/// numaff's own cpu time and that of its waited-for children (the program), in seconds.
-pub(super) fn cpu_times() -> Option<(f64, f64)> {
+/// numaff's own cpu time and the program's over the recording, in seconds: a started program's
+/// from its wait (numaff's waited-for children), a running process's (or a program still running)
+/// from /proc/PID/stat since the samplers were opened; `None` for the program when it is gone.
+pub(super) fn cpu_times(
+    pid: i32,
+    cpu_at_start: Option<f64>,
+    recorded: &Recorded,
+) -> Option<(f64, Option<f64>)> {
     let get = |who| {
         // SAFETY: getrusage writes one rusage struct into a live local.
         let mut u: libc::rusage = unsafe { std::mem::zeroed() };
@@ -188,10 +194,15 @@ pub(super) fn cpu_times() -> Option<(f64, f64)> {
             t(u.ru_utime) + t(u.ru_stime)
         })
     };
-    Some((get(libc::RUSAGE_SELF)?, get(libc::RUSAGE_CHILDREN)?))
+    let program = match recorded.status {
+        Some(_) => get(libc::RUSAGE_CHILDREN),
+        None => super::record::process_cpu_s(pid)
+            .map(|now| (now - cpu_at_start.unwrap_or(0.0)).max(0.0)),
+    };
+    Some((get(libc::RUSAGE_SELF)?, program))
 }
 
-/// The summary on stdout (and the program's failure on stderr): samples, induced faults, cpu
+/// The summary on stderr (stdout is the program's): samples, induced faults, cpu
 /// time, huge pages, losses, and what to run next.
 pub(super) fn print_summary(
     plan: &Plan,
@@ -199,7 +210,7 @@ pub(super) fn print_summary(
     recorded: &Recorded,
     threads_named: usize,
     induce_line: Option<String>,
-    cpu: Option<(f64, f64)>,
+    cpu: Option<(f64, Option<f64>)>,
 ) {
     let Totals {
         samples,
@@ -210,14 +221,17 @@ pub(super) fn print_summary(
         1 => String::new(),
         n => format!(" of {counted} {} (one in {n})", counted_name(plan)),
     };
-    println!(
+    eprintln!(
         "numaff: {samples} samples{share}, {lost} lost, {threads_named} threads named, in {:.3} s wall ({}); wrote {}",
         recorded.wall.as_secs_f64(),
         recorded.stopped_by,
         plan.output.display()
     );
+    if samples == 0 && !plan.hardware && matches!(plan.program, Program::Running(_)) {
+        eprintln!("numaff: {}", no_samples_from_a_running_process(plan.induce));
+    }
     if let Some(l) = induce_line {
-        println!("numaff: induced faults: {l}");
+        eprintln!("numaff: induced faults: {l}");
     }
     if let Some((own, program)) = cpu {
         let per_sample = if samples > 0 {
@@ -225,21 +239,28 @@ pub(super) fn print_summary(
         } else {
             String::new()
         };
-        println!("numaff: cpu time: numaff {own:.3} s{per_sample}, the program {program:.3} s");
+        match program {
+            Some(p) => eprintln!(
+                "numaff: cpu time: numaff {own:.3} s{per_sample}, the program {p:.3} s"
+            ),
+            None => eprintln!(
+                "numaff: cpu time: numaff {own:.3} s{per_sample}, the program's not known (it was gone at the end)"
+            ),
+        }
     }
     if recorded.thp_bytes_max > 0 {
-        println!(
+        eprintln!(
             "numaff: transparent huge pages: up to {:.1} MiB of the program's memory ({} huge pages) was in 2 MiB pages, each sampled as one first touch (recorded as thp_bytes_max)",
             recorded.thp_bytes_max as f64 / (1u64 << 20) as f64,
             recorded.thp_bytes_max >> 21
         );
     }
     if lost > 0 {
-        println!(
+        eprintln!(
             "numaff: {lost} samples were lost (ring buffers full): the analysis sees fewer faults than happened"
         );
     }
-    println!("next: numaff analyze {}", plan.output.display());
+    eprintln!("next: numaff analyze {}", plan.output.display());
     if let Some(st) = recorded.status {
         if st != 0 {
             eprintln!("numaff: the program exited with {}", describe_status(st));
@@ -271,6 +292,32 @@ fn describe_induce(i: Induce, rate: f64, budget: Option<f64>) -> String {
             induce::BALANCING_COST
         ),
         Induce::Auto => "auto".into(),
+    }
+}
+
+/// Why an attached process gave no page-fault samples, and what to do.
+fn no_samples_from_a_running_process(induce: Induce) -> String {
+    let induced = match induce {
+        Induce::Off => "no faults were induced (--induce off)".to_string(),
+        way => format!("the induced faults ({way}) made none either"),
+    };
+    format!(
+        "no samples: an attached process shows only the first touches of pages it touches for the \
+         first time after numaff attached, and a busy process working on memory it already touched \
+         makes no page faults; {induced}. To see its accesses, profile it from its start \
+         (numaff profile -- CMD), or induce faults on it: --induce soft-dirty (a kernel with \
+         CONFIG_MEM_SOFT_DIRTY) or --induce balancing (NUMA balancing on, \
+         kernel.numa_balancing=1; `numaff profile --list-samplers` says which work here)"
+    )
+}
+
+/// The exit status that hands a program's wait status on: its exit status, or 128 + the signal
+/// that killed it (as a shell does); 0 when the program's end was not seen.
+pub(super) fn exit_code(status: Option<i32>) -> u8 {
+    match status {
+        Some(st) if libc::WIFEXITED(st) => libc::WEXITSTATUS(st) as u8,
+        Some(st) if libc::WIFSIGNALED(st) => (128 + libc::WTERMSIG(st)).min(255) as u8,
+        _ => 0,
     }
 }
 

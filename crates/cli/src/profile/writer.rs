@@ -15,11 +15,13 @@ const QUEUED_BATCHES: usize = 64;
 /// encoding then takes cpu time the profiled program leaves idle instead of competing with it.
 /// Batches queue up in memory meanwhile, at most [`QUEUED_BATCHES`] of them (then the reader waits
 /// for the writer).
+/// Dropped without [`Self::finish`] (an error ended the recording), it waits for the thread, whose
+/// unfinished trace then removes its temporary file.
 pub(super) struct BackgroundWriter {
-    tx: std::sync::mpsc::SyncSender<Vec<Sample>>,
+    tx: Option<std::sync::mpsc::SyncSender<Vec<Sample>>>,
     /// Emptied batches coming back for reuse: no fresh memory (and page faults) per batch.
     spare: std::sync::mpsc::Receiver<Vec<Sample>>,
-    thread: std::thread::JoinHandle<Result<TraceWriter, TraceError>>,
+    thread: Option<std::thread::JoinHandle<Result<TraceWriter, TraceError>>>,
 }
 
 impl BackgroundWriter {
@@ -40,7 +42,11 @@ impl BackgroundWriter {
             }
             Ok(writer)
         });
-        BackgroundWriter { tx, spare, thread }
+        BackgroundWriter {
+            tx: Some(tx),
+            spare,
+            thread: Some(thread),
+        }
     }
 
     /// An empty batch of [`WRITE_BATCH`] capacity, reused when the writer has one.
@@ -52,15 +58,24 @@ impl BackgroundWriter {
 
     /// Queues samples; false if the writer stopped on an error ([`Self::finish`] returns it).
     pub(super) fn send(&self, batch: Vec<Sample>) -> bool {
-        batch.is_empty() || self.tx.send(batch).is_ok()
+        batch.is_empty() || self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok())
     }
 
     /// Waits for every queued sample to be written; the writer, or its error.
-    pub(super) fn finish(self) -> Result<TraceWriter> {
-        drop(self.tx);
-        match self.thread.join() {
-            Ok(r) => Ok(r?),
-            Err(_) => bail!("the trace writer thread panicked"),
+    pub(super) fn finish(mut self) -> Result<TraceWriter> {
+        self.tx = None;
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => Ok(r?),
+            _ => bail!("the trace writer thread panicked"),
+        }
+    }
+}
+
+impl Drop for BackgroundWriter {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }

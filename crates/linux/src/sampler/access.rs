@@ -13,7 +13,7 @@ use super::decode::{
     decode_lost, decode_sample, to_sample, HW_SAMPLE_FLAGS, HW_SAMPLE_TYPE,
     PAGE_FAULT_SAMPLE_FLAGS, PAGE_FAULT_SAMPLE_TYPE, PERF_RECORD_LOST, PERF_RECORD_SAMPLE,
 };
-use super::error::{perf_advice, SamplerError};
+use super::error::{perf_advice_on, SamplerError};
 use super::list::{HW_COST, HW_SEES, PAGE_FAULTS_COST, PAGE_FAULTS_SEES};
 use super::page_size;
 use super::period::SamplePeriod;
@@ -147,7 +147,7 @@ impl AccessSampler {
                     b.wakeup_watermark(pages * page / 4);
                     b.build().map_err(|e| SamplerError {
                         what: format!("open a {label} perf event on task {pid}, cpu {cpu}"),
-                        advice: perf_advice(&e),
+                        advice: perf_advice_on(&e, Some(pid)),
                         source: e,
                     })
                 };

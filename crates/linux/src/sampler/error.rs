@@ -31,15 +31,45 @@ impl std::error::Error for SamplerError {
     }
 }
 
-/// Advice for a failed perf_event_open.
+/// Advice for a failed perf_event_open on numaff itself or a process it started.
 pub(super) fn perf_advice(e: &io::Error) -> String {
-    let paranoid = perf_event_paranoid();
-    match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "perf_event_paranoid is {} here; set it to 2 or lower (sudo sysctl kernel.perf_event_paranoid=2) \
-             or run numaff as root (or with CAP_PERFMON)",
-            paranoid.map_or("unknown".to_string(), |p| p.to_string())
-        ),
+    perf_advice_on(e, None)
+}
+
+/// Advice for a failed perf_event_open on task `task` (`None`: numaff's own, or its child's).
+pub(super) fn perf_advice_on(e: &io::Error, task: Option<i32>) -> String {
+    let owner = task.and_then(|t| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(format!("/proc/{t}"))
+            .ok()
+            .map(|m| m.uid())
+    });
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    advice_for(e.raw_os_error(), perf_event_paranoid(), owner, me)
+}
+
+/// The advice for errno `errno`, with perf_event_paranoid at `paranoid`, on a task owned by
+/// `owner` (when known) for numaff running as uid `me`.
+fn advice_for(errno: Option<i32>, paranoid: Option<i32>, owner: Option<u32>, me: u32) -> String {
+    match errno {
+        Some(libc::EACCES) | Some(libc::EPERM) => match (owner, paranoid) {
+            (Some(o), _) if o != me => format!(
+                "the process belongs to another user (uid {o}): watching another user's process \
+                 needs CAP_PERFMON (or CAP_SYS_ADMIN) and the right to ptrace it; run numaff as \
+                 root, or as uid {o}"
+            ),
+            (_, Some(p)) if p <= 2 => format!(
+                "perf_event_paranoid is {p} here, which allows it, yet the kernel refused (a \
+                 seccomp filter, a security module or a container's policy?); run numaff as root \
+                 (or with CAP_PERFMON)"
+            ),
+            _ => format!(
+                "perf_event_paranoid is {} here; set it to 2 or lower (sudo sysctl kernel.perf_event_paranoid=2) \
+                 or run numaff as root (or with CAP_PERFMON)",
+                paranoid.map_or("unknown".to_string(), |p| p.to_string())
+            ),
+        },
         Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => {
             "this kernel or cpu does not support the event (is this a container or VM without a PMU?)".into()
         }
@@ -64,10 +94,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn another_users_process_needs_privileges_not_a_lower_paranoid() {
+        let a = advice_for(Some(libc::EACCES), Some(2), Some(0), 1000);
+        assert!(
+            a.contains("another user (uid 0)") && a.contains("CAP_PERFMON"),
+            "{a}"
+        );
+        assert!(!a.contains("set it to 2"), "{a}");
+        // One's own process at paranoid 2: not told to set it to 2.
+        let a = advice_for(Some(libc::EACCES), Some(2), Some(1000), 1000);
+        assert!(!a.contains("set it to 2"), "{a}");
+        let a = advice_for(Some(libc::EACCES), Some(3), Some(1000), 1000);
+        assert!(
+            a.contains("perf_event_paranoid is 3 here; set it to 2"),
+            "{a}"
+        );
+    }
+
+    #[test]
     fn eacces_says_to_lower_paranoid_or_run_as_root() {
         let e = SamplerError {
             what: "open a page-fault perf event on task 1, cpu 0".into(),
-            advice: perf_advice(&io::Error::from_raw_os_error(libc::EACCES)),
+            advice: advice_for(Some(libc::EACCES), Some(3), None, 1000),
             source: io::Error::from_raw_os_error(libc::EACCES),
         };
         let text = e.to_string();
