@@ -131,3 +131,42 @@ fn make_install_then_build_with_pkg_config_static_and_cmake() {
     let out = run(Command::new(build.join("prog")).env("LD_LIBRARY_PATH", prefix.join("lib")));
     assert!(out.contains("installed 0.1.0 cyclic 0"), "{out}");
 }
+
+/// Without installing: `cargo build -p numaff-capi` (here through `make -C crates/capi build`)
+/// leaves target/<profile>/libnumaff.so with its soname link libnumaff.so.0 beside it, so a
+/// program linked with `-L target/<profile> -lnumaff` runs with LD_LIBRARY_PATH=target/<profile>,
+/// as the README's C API section says.
+#[test]
+fn a_program_linked_against_the_build_tree_runs_with_ld_library_path() {
+    let profile = common::profile_dir();
+    run(Command::new("make")
+        .arg("-C")
+        .arg(common::crate_dir())
+        .arg("build")
+        .arg(format!(
+            "PROFILE={}",
+            profile.file_name().unwrap().to_str().unwrap()
+        ))
+        .env("CARGO_TARGET_DIR", profile.parent().unwrap().as_os_str()));
+    let soname = profile.join("libnumaff.so.0");
+    assert!(
+        soname.exists(),
+        "no {} (or it dangles) after the build",
+        soname.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("prog.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.path().join("prog");
+    run(Command::new("gcc")
+        .args(["-std=c99", "-Wall", "-Werror"])
+        .arg("-I")
+        .arg(common::include_dir())
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", profile.display()))
+        .arg("-lnumaff"));
+    let out = run(Command::new(&exe).env("LD_LIBRARY_PATH", &profile));
+    assert!(out.starts_with("installed "), "{out}");
+}

@@ -3,6 +3,7 @@
 //!
 //! [`transform`] parses a C file with tree-sitter-c, finds its *eligible* arrays (file-scope arrays
 //! of a basic element type with 1 to 3 constant dimensions, no initializer, not `extern`/`const`,
+//! not thread-local, not used in the initializer of a static variable (which must stay a constant),
 //! whose size in bytes is at least the largest cache of the machine), chooses one memory policy from
 //! the machine ([`choose_policy`]) and rewrites each eligible array into a pointer that `main`
 //! allocates with `numaff_alloc_1d/_2d/_3d` and places with the policy, right after `numaff_init()`
@@ -271,8 +272,11 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
     parser
         .set_language(&tree_sitter_c::LANGUAGE.into())
         .map_err(|e| MappError::Parser(e.to_string()))?;
+    // tree-sitter-c knows `thread_local` and `__thread` but not C11's `_Thread_local`: parse a
+    // copy with it spelled `thread_local` (same length, so every byte offset holds for `source`).
+    let parsed = spell_thread_local(source);
     let tree = parser
-        .parse(source, None)
+        .parse(parsed.as_deref().unwrap_or(source), None)
         .ok_or_else(|| MappError::Parser("parsing was cancelled".into()))?;
     let root = tree.root_node();
     if root.has_error() {
@@ -284,6 +288,7 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
     let macros = collect_macros(root, source);
     let sizes = SizeEvaluator::new(&macros);
     let whole_uses = whole_array_uses(root, source);
+    let static_uses = static_initializer_uses(root, source);
     let variables = file_scope_variables(root, source);
     let main = find_main(root, source);
     let main_start = main.map(|m| m.start_byte());
@@ -310,6 +315,7 @@ pub fn transform(source: &str, machine: &Machine) -> Result<Transformed, MappErr
                 threshold,
                 main_start,
                 whole_uses: &whole_uses,
+                static_uses: &static_uses,
             },
             &mut arrays,
             &mut edits,
@@ -786,6 +792,86 @@ fn whole_array_uses(root: Node, source: &str) -> HashMap<String, (usize, &'stati
     uses
 }
 
+/// The storage-class keywords of thread storage duration (C11, C23 and GNU spellings).
+const THREAD_LOCAL: [&str; 3] = ["_Thread_local", "thread_local", "__thread"];
+
+/// `source` with each `_Thread_local` token spelled `thread_local ` (the same length), or None
+/// when it has none.
+fn spell_thread_local(source: &str) -> Option<String> {
+    const KEYWORD: &str = "_Thread_local";
+    if !source.contains(KEYWORD) {
+        return None;
+    }
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = source.as_bytes();
+    let mut out = String::with_capacity(source.len());
+    let mut at = 0;
+    for (i, _) in source.match_indices(KEYWORD) {
+        let end = i + KEYWORD.len();
+        let alone = (i == 0 || !ident(bytes[i - 1])) && bytes.get(end).is_none_or(|b| !ident(*b));
+        if alone {
+            out.push_str(&source[at..i]);
+            out.push_str("thread_local ");
+            at = end;
+        }
+    }
+    out.push_str(&source[at..]);
+    Some(out)
+}
+
+/// The keyword of a storage-class specifier as the source spells it: the whole word from the
+/// node's start (a `_Thread_local` parsed as `thread_local` covers one byte less of it).
+fn storage_keyword<'a>(node: Node, source: &'a str) -> &'a str {
+    let rest = &source[node.start_byte()..];
+    let len = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    &rest[..len]
+}
+
+/// Names used in the initializer of a variable of static or thread storage duration (file scope,
+/// or `static`/thread-local in a function): name → first line. Such an initializer must be a
+/// constant, and an array's address is one while a pointer MApp allocates is not, so these
+/// arrays are left as they are (`static double *p = q;` would not compile any more).
+fn static_initializer_uses(root: Node, source: &str) -> HashMap<String, usize> {
+    let mut uses: HashMap<String, usize> = HashMap::new();
+    let mut stack = vec![(root, false)];
+    while let Some((n, in_function)) = stack.pop() {
+        if n.kind() == "declaration" {
+            let mut cursor = n.walk();
+            let lasting = !in_function
+                || n.children(&mut cursor).any(|c| {
+                    c.kind() == "storage_class_specifier" && {
+                        let t = storage_keyword(c, source);
+                        t == "static" || THREAD_LOCAL.contains(&t)
+                    }
+                });
+            if lasting {
+                let mut cursor = n.walk();
+                let values: Vec<Node> = n
+                    .children_by_field_name("declarator", &mut cursor)
+                    .filter(|d| d.kind() == "init_declarator")
+                    .filter_map(|d| d.child_by_field_name("value"))
+                    .collect();
+                let mut inner = values;
+                while let Some(v) = inner.pop() {
+                    if v.kind() == "identifier" {
+                        let line = line_of(v);
+                        let e = uses.entry(text(v, source).to_string()).or_insert(line);
+                        *e = (*e).min(line);
+                    }
+                    let mut cursor = v.walk();
+                    inner.extend(v.children(&mut cursor));
+                }
+            }
+        }
+        let inside = in_function || n.kind() == "function_definition";
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor).map(|c| (c, inside)));
+    }
+    uses
+}
+
 /// What [`examine_declaration`] needs to know about the whole file.
 struct Scope<'a> {
     sizes: &'a SizeEvaluator<'a>,
@@ -793,6 +879,7 @@ struct Scope<'a> {
     threshold: u64,
     main_start: Option<usize>,
     whole_uses: &'a HashMap<String, (usize, &'static str)>,
+    static_uses: &'a HashMap<String, usize>,
 }
 
 /// Reports the arrays of one file-scope declaration and plans the rewrite of its eligible ones;
@@ -812,6 +899,7 @@ fn examine_declaration(
         threshold,
         main_start,
         whole_uses,
+        static_uses,
     } = *scope;
     let Some(ty) = decl.child_by_field_name("type") else {
         return Ok(());
@@ -822,7 +910,7 @@ fn examine_declaration(
     let mut cursor = decl.walk();
     for c in decl.children(&mut cursor) {
         match c.kind() {
-            "storage_class_specifier" => storage.push(text(c, source).to_string()),
+            "storage_class_specifier" => storage.push(storage_keyword(c, source).to_string()),
             "type_qualifier" => qualifiers.push(text(c, source).to_string()),
             _ => {}
         }
@@ -910,6 +998,7 @@ fn examine_declaration(
             report.bytes = s.iter().try_fold(e, |acc, x| acc.checked_mul(*x));
         }
         let is_extern = storage.iter().any(|s| s == "extern");
+        let thread_local = storage.iter().find(|s| THREAD_LOCAL.contains(&s.as_str()));
         let unknown_size = dims.iter().any(Option::is_none);
         let refuse = |what: String| MappError::BadArray {
             line: report.line,
@@ -923,7 +1012,7 @@ fn examine_declaration(
                      scope; give it a constant size (a literal or a #define)"
                 )));
             }
-            if unknown_size && is_extern {
+            if unknown_size && is_extern && thread_local.is_none() {
                 return Err(refuse(
                     "extern array of unknown size ([]): it is defined in another file, and MApp \
                      cannot tell whether that definition becomes a pointer; transform the \
@@ -938,7 +1027,7 @@ fn examine_declaration(
                         .to_string(),
                 ));
             }
-            if is_extern && report.bytes.is_some_and(|b| b >= threshold) {
+            if is_extern && thread_local.is_none() && report.bytes.is_some_and(|b| b >= threshold) {
                 return Err(refuse(format!(
                     "extern array of {} bytes >= {threshold} bytes (largest cache): it is \
                      defined in another file, whose rewrite by MApp would make it a pointer that \
@@ -949,6 +1038,11 @@ fn examine_declaration(
         }
         let why_not = if bad_shape || !name_ok {
             Some("not a plain array of a basic type (pointers, functions)".to_string())
+        } else if let Some(keyword) = thread_local {
+            Some(format!(
+                "thread-local ({keyword}): each thread has its own copy, which one allocation in \
+                 main cannot give: left as it is"
+            ))
         } else if is_extern {
             Some("extern: defined in another file, which MApp must transform instead".to_string())
         } else if !qualifiers.is_empty() {
@@ -1002,7 +1096,13 @@ fn examine_declaration(
                  left as it is"
             ))
         } else {
-            None
+            static_uses.get(&name).map(|line| {
+                format!(
+                    "line {line} uses it in the initializer of a static or thread-local \
+                     variable, which must be a constant (an array's address is, a pointer \
+                     allocated in main is not): left as it is"
+                )
+            })
         };
         match why_not {
             Some(reason) => {

@@ -285,3 +285,78 @@ fn deeply_nested_sizes_do_not_overflow_the_stack() {
         other => panic!("{other:?}"),
     }
 }
+
+/// An array named in the initializer of a static (file scope, or `static` in a function) stays
+/// an array: that initializer must be a constant, which an array's address is and a pointer
+/// allocated in main is not. Arrays used only at run time are still rewritten.
+#[test]
+fn an_array_used_in_a_static_initializer_is_left_alone_with_its_reason() {
+    let src = "\
+#define N (1 << 20)
+static double q[N];
+static double *p = q;
+static double r[N];
+static double *pr[2] = {&r[4], 0};
+static double s[N];
+static double w[N];
+int main(void) {
+    static double *ps = s;
+    double *pw = w;
+    q[0] = 1.0;
+    return (int)(p[0] + pr[0][0] + ps[0] + pw[0]);
+}
+";
+    let m = resolve("minas-opteron").unwrap();
+    let t = transform(src, &m).unwrap();
+    let report = |n: &str| {
+        t.report
+            .arrays
+            .iter()
+            .find(|a| a.name == n)
+            .unwrap()
+            .clone()
+    };
+    for (name, line) in [("q", 3), ("r", 5), ("s", 9)] {
+        let a = report(name);
+        assert!(!a.rewritten, "{name} rewritten");
+        assert!(
+            a.reason.contains(&format!("line {line}")) && a.reason.contains("static"),
+            "{name}: {}",
+            a.reason
+        );
+    }
+    assert!(report("w").rewritten, "{}", report("w").reason);
+    assert!(t.output.contains("static double q[N];"), "{}", t.output);
+    assert!(t.output.contains("static double *p = q;"));
+    assert!(t.output.contains("static double *w;"));
+}
+
+/// `_Thread_local`, `thread_local` and `__thread` declarations parse; a thread-local array is
+/// not eligible (one allocation in main cannot give each thread its copy) and stays as written,
+/// as does an `extern` thread-local one.
+#[test]
+fn thread_local_declarations_parse_and_are_left_alone() {
+    let src = "\
+#define N (1 << 20)
+_Thread_local double t1[N];
+static _Thread_local double t2[N];
+thread_local double t3[N];
+static __thread double t4[N];
+extern _Thread_local double t5[N];
+_Thread_local int counter;
+static double plain[N];
+int main(void) { static _Thread_local int calls; calls++; return (int)(t1[0] + plain[0]); }
+";
+    let m = resolve("minas-opteron").unwrap();
+    let t = transform(src, &m).unwrap();
+    for name in ["t1", "t2", "t3", "t4", "t5"] {
+        let a = t.report.arrays.iter().find(|a| a.name == name).unwrap();
+        assert!(!a.rewritten, "{name} rewritten");
+        assert!(a.reason.contains("thread-local"), "{name}: {}", a.reason);
+    }
+    let plain = t.report.arrays.iter().find(|a| a.name == "plain").unwrap();
+    assert!(plain.rewritten, "{}", plain.reason);
+    assert!(t.output.contains("_Thread_local double t1[N];"));
+    assert!(t.output.contains("static __thread double t4[N];"));
+    assert!(t.output.contains("static double *plain;"));
+}
