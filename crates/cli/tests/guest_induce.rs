@@ -27,7 +27,7 @@ echo "@@RC $?"
 cat /tmp/p.out /tmp/p.err
 /numaff profile -o /tmp/b.csv --induce auto --induce-rate 10 --induce-budget 0.1 -- /twonodes 0 2 1500 > /tmp/b.out 2> /tmp/b.err
 echo "@@BUDGET_RC $?"
-sed 's/^/@@B /' /tmp/b.out
+cat /tmp/b.out /tmp/b.err | sed 's/^/@@B /'
 awk '/^BUF/ { print "-v " $2 "lo=" $3 " -v " $2 "hi=" $4 }' /tmp/p.out > /tmp/bounds
 awk -F, $(cat /tmp/bounds) 'NR > 1 {
   a = $6 + 0
