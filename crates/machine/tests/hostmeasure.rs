@@ -139,7 +139,10 @@ fn defaults_are_plausible_on_this_host() {
         for col in 0..n {
             let lat = r.latency_ns[row][col];
             let bw = r.bandwidth_mbps[row][col];
-            assert!((50.0..=300.0).contains(&lat), "latency {lat} ns");
+            // A chase over gigabytes of 4 KiB pages misses the TLB on nearly every load; in a VM
+            // each miss is a two-dimensional page walk, which measures 450-550 ns on a KVM guest
+            // whose 8 x LLC buffer is 3.8 GiB. Bare-metal DRAM is 60-150 ns.
+            assert!((50.0..=1000.0).contains(&lat), "latency {lat} ns");
             assert!(bw > 1000.0, "bandwidth {bw} MB/s");
         }
     }
