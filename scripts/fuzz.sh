@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Fuzzes each target for SECONDS (default 60): scripts/fuzz.sh 3600 for a long run. The trace
-# readers (trace_parquet, trace_csv) and the workload files (workload_file) get at most 30 s each,
-# the perf script import (perf_script), mapping files (mapping_file), communication matrices
-# (comm_matrix) and MApp's C input (c_source) 20 s in short runs (SECONDS <= 60), so that CI time
-# stays bounded; FUZZ_SECONDS_<TARGET>=N (e.g. FUZZ_SECONDS_TRACE_CSV=5) sets one target's time.
+# readers (trace_parquet, trace_csv), the workload files (workload_file), the trace analysis
+# (trace_analysis), sysfs trees (sysfs_tree) and the simulator on machine files (sim_machine) get at
+# most 30 s each, the perf script import (perf_script), mapping files (mapping_file), communication
+# matrices (comm_matrix), MApp's C input (c_source), synthetic machine descriptions
+# (machine_synthetic) and the /proc parsers (proc_files) 20 s in short runs (SECONDS <= 60), so that
+# CI time stays bounded; FUZZ_SECONDS_<TARGET>=N (e.g. FUZZ_SECONDS_TRACE_CSV=5) sets one target's
+# time. Each target's corpus starts from its seeds: the repository's fixtures, or fuzz/seeds/TARGET.
 # Uses a nightly toolchain when there is one, else stable with RUSTC_BOOTSTRAP (cargo-fuzz needs -Z).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,17 +23,25 @@ if rustup run nightly rustc --version >/dev/null 2>&1; then
 else
   export RUSTC_BOOTSTRAP=1
 fi
-targets=(machine_file hwloc_xml trace_parquet trace_csv perf_script workload_file mapping_file comm_matrix c_source)
-for target in "${targets[@]}"; do mkdir -p "fuzz/corpus/$target"; done
-cp machines/*.toml fuzz/corpus/machine_file/ 2>/dev/null || true
-cp crates/machine/tests/fixtures/*.xml fuzz/corpus/hwloc_xml/ 2>/dev/null || true
-cp crates/behave/tests/fixtures/*.parquet fuzz/corpus/trace_parquet/ 2>/dev/null || true
-cp crates/behave/tests/fixtures/*.csv fuzz/corpus/trace_csv/ 2>/dev/null || true
-cp crates/behave/tests/fixtures/perf-script-*.txt fuzz/corpus/perf_script/ 2>/dev/null || true
-cp workloads/*.toml fuzz/corpus/workload_file/ 2>/dev/null || true
-cp crates/policy/tests/fixtures/*.toml fuzz/corpus/mapping_file/ 2>/dev/null || true
-cp crates/cli/tests/fixtures/*.csv fuzz/corpus/comm_matrix/ 2>/dev/null || true
-cp crates/mapp/tests/c/*.c crates/cli/tests/fixtures/*.c fuzz/corpus/c_source/ 2>/dev/null || true
+targets=(machine_file hwloc_xml trace_parquet trace_csv perf_script workload_file mapping_file
+  comm_matrix c_source machine_synthetic sysfs_tree proc_files trace_analysis sim_machine)
+# Where each target's seeds are, one place per target.
+declare -A seeds=(
+  [machine_file]="machines/*.toml"
+  [hwloc_xml]="crates/machine/tests/fixtures/*.xml"
+  [trace_parquet]="crates/behave/tests/fixtures/*.parquet"
+  [trace_csv]="crates/behave/tests/fixtures/*.csv"
+  [perf_script]="crates/behave/tests/fixtures/perf-script-*.txt"
+  [workload_file]="workloads/*.toml"
+  [mapping_file]="crates/policy/tests/fixtures/*.toml"
+  [comm_matrix]="crates/cli/tests/fixtures/*.csv"
+  [c_source]="crates/mapp/tests/c/*.c crates/cli/tests/fixtures/*.c"
+)
+for target in "${targets[@]}"; do
+  mkdir -p "fuzz/corpus/$target"
+  # shellcheck disable=SC2086 # the globs expand here
+  cp ${seeds[$target]:-fuzz/seeds/$target/*} "fuzz/corpus/$target/" 2>/dev/null || true
+done
 # Every target is built once, in one profile (release with debug assertions, cargo-fuzz's default).
 # hwloc_xml needs no special build: numaff loads XML in a child process, so hwloc's own crashes and
 # the C asserts of hwloc_topology_check (run by hwlocality under debug assertions) end the child and
@@ -38,7 +49,8 @@ cp crates/mapp/tests/c/*.c crates/cli/tests/fixtures/*.c fuzz/corpus/c_source/ 2
 echo "fuzz: building the targets"
 cargo "${toolchain[@]}" fuzz build >/dev/null 2>&1 || cargo "${toolchain[@]}" fuzz build
 declare -A cap=([trace_parquet]=30 [trace_csv]=30 [perf_script]=20 [workload_file]=30
-  [mapping_file]=20 [comm_matrix]=20 [c_source]=20)
+  [mapping_file]=20 [comm_matrix]=20 [c_source]=20 [machine_synthetic]=20 [sysfs_tree]=30
+  [proc_files]=20 [trace_analysis]=30 [sim_machine]=30)
 for target in "${targets[@]}"; do
   secs=$seconds
   if [ -n "${cap[$target]:-}" ] && [ "$seconds" -le 60 ] && [ "$seconds" -gt "${cap[$target]}" ]; then

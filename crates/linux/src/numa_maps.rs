@@ -174,12 +174,19 @@ pub fn parse_line(line: &str) -> Result<Mapping, String> {
             Some(("anon", v)) => m.anon = Some(num(v)?),
             Some(("dirty", v)) => m.dirty = Some(num(v)?),
             Some(("mapped", v)) => m.mapped = Some(num(v)?),
-            Some(("kernelpagesize_kB", v)) => m.kernel_page_size = num(v)? * 1024,
+            Some(("kernelpagesize_kB", v)) => {
+                m.kernel_page_size = num(v)?
+                    .checked_mul(1024)
+                    .ok_or_else(|| format!("{tok:?} is out of range"))?;
+            }
             Some((k, v)) if k.starts_with('N') && k[1..].chars().all(|c| c.is_ascii_digit()) => {
                 let node: u32 = k[1..]
                     .parse()
                     .map_err(|_| format!("node in {tok:?} is not a number"))?;
-                *m.pages_per_node.entry(node).or_insert(0) += num(v)?;
+                let pages = m.pages_per_node.entry(node).or_insert(0);
+                *pages = pages
+                    .checked_add(num(v)?)
+                    .ok_or_else(|| format!("pages of {tok:?} add up out of range"))?;
             }
             Some((k, v)) => {
                 m.other.insert(k.to_string(), v.to_string());
@@ -354,6 +361,16 @@ mod tests {
             .to_string();
         assert!(e.contains("policy nodes"), "{e}");
         assert!(parse("00400000\n", Path::new("f")).is_err());
+    }
+
+    #[test]
+    fn page_sizes_and_counts_past_u64_are_errors() {
+        let huge_page = format!("00400000 default N0=1 kernelpagesize_kB={}\n", u64::MAX);
+        let e = parse(&huge_page, Path::new("f")).unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
+        let twice = format!("00400000 default N0={} N0=1\n", u64::MAX);
+        let e = parse(&twice, Path::new("f")).unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
     }
 
     #[test]

@@ -88,7 +88,9 @@ pub fn parse_stat(line: &str) -> Result<Stat, String> {
         ppid: num(4)?
             .try_into()
             .map_err(|_| "field 4 out of range".to_string())?,
-        cpu_ticks: num(14)? + num(15)?,
+        cpu_ticks: num(14)?
+            .checked_add(num(15)?)
+            .ok_or("fields 14 and 15 (utime, stime) add up out of range")?,
         processor: u32::try_from(processor).map_err(|_| "field 39 out of range".to_string())?,
         flags: num(9)?,
     })
@@ -336,6 +338,12 @@ mod tests {
         assert!(parse_stat("1 (x) S 0 0").unwrap_err().contains("missing"));
         assert!(parse_stat("1 x S").is_err());
         assert!(parse_stat("a (x) S").is_err());
+    }
+
+    #[test]
+    fn utime_and_stime_past_u64_together_are_an_error() {
+        let huge = STAT.replace(" 250 50 ", &format!(" {} 50 ", u64::MAX));
+        assert!(parse_stat(&huge).unwrap_err().contains("out of range"));
     }
 
     #[test]
