@@ -582,5 +582,22 @@ fn sim_refuses_runs_beyond_its_caps_quickly() {
     scaled.retain(|a| a != "--scale" && a != "0.25");
     scaled.extend(["--scale".into(), "1000".into()]);
     refused(scaled, "--scale 1000 is above 64");
+    // A replayed trace with one timestamp years after the others (it ran for ever before).
+    let far = dir.path().join("far.csv");
+    std::fs::write(
+        &far,
+        "time_ns,pid,tid,cpu,node,addr,kind\n0,1,1,0,0,4096,load\n1000000000000000000,2,2,0,0,8192,store\n",
+    )
+    .unwrap();
+    refused(
+        vec![
+            "sim".into(),
+            "--machine".into(),
+            "kmaf-sim-4x2".into(),
+            "--trace".into(),
+            far.to_str().unwrap().into(),
+        ],
+        "a replay covers at most 3600 s",
+    );
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }

@@ -94,6 +94,13 @@ pub enum WorkloadError {
     /// A machine frequency that cannot turn recorded gaps into compute cycles.
     #[error("trace {name}: the machine's frequency must be positive to turn gaps into compute, not {cycles_per_ns} GHz")]
     BadFrequency { name: String, cycles_per_ns: f64 },
+    /// A trace recorded over more time than a replay covers ([`crate::replay::MAX_REPLAY_SPAN_NS`]).
+    #[error("trace {name}: its samples span {span_s:.0} s of recorded time; a replay covers at most {max_s:.0} s (a bad timestamp? cut the trace to the part to replay)")]
+    TraceSpan {
+        name: String,
+        span_s: f64,
+        max_s: f64,
+    },
     /// A replayed trace whose workload cannot run.
     #[error("trace {name}: {error}")]
     InvalidTrace { name: String, error: SpecError },

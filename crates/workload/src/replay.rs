@@ -57,6 +57,12 @@ impl Replay {
     }
 }
 
+/// The longest recorded time a replay covers (one hour). The simulator advances in steps of
+/// [`crate::PROGRESS_STEP_NS`] of simulated time, and recorded gaps become simulated time, so one
+/// wrong timestamp years away would make the replay run for ever; `numaff profile` runs that are
+/// replayed last seconds to minutes.
+pub const MAX_REPLAY_SPAN_NS: u64 = 3_600_000_000_000;
+
 /// A workload from samples: one program per pid (ascending), `cycles_per_ns` turning recorded
 /// gaps into compute (the simulated machine's frequency in GHz). `name` names the workload.
 pub fn from_samples(
@@ -74,6 +80,14 @@ pub fn from_samples(
         });
     }
     let t0 = samples.iter().map(|s| s.time_ns).min().unwrap_or(0);
+    let t1 = samples.iter().map(|s| s.time_ns).max().unwrap_or(0);
+    if t1 - t0 > MAX_REPLAY_SPAN_NS {
+        return Err(WorkloadError::TraceSpan {
+            name: name.to_string(),
+            span_s: (t1 - t0) as f64 * 1e-9,
+            max_s: MAX_REPLAY_SPAN_NS as f64 * 1e-9,
+        });
+    }
     // pid -> tid -> samples (stable: equal times keep file order).
     let mut by: BTreeMap<u32, BTreeMap<u32, Vec<&Sample>>> = BTreeMap::new();
     for s in samples {
@@ -217,6 +231,23 @@ mod tests {
         // tid 2 waits 300 ns from the program's start.
         let t2: Vec<Op> = Ops::new(crate::kernels::thread_steps(p, 2, 1)).collect();
         assert_eq!(t2[0], Op::Compute(600));
+    }
+
+    /// Regression: a sample with a timestamp years after the others made `numaff sim --trace`
+    /// step through that simulated time for ever.
+    #[test]
+    fn a_trace_spanning_more_than_an_hour_is_refused() {
+        let v = vec![
+            s(0, 1, 1, 0, 0x1000, Kind::Load),
+            s(MAX_REPLAY_SPAN_NS + 1, 2, 2, 0, 0x2000, Kind::Store),
+        ];
+        let e = from_samples("far", &v, 2.0).unwrap_err().to_string();
+        assert!(e.contains("a replay covers at most 3600 s"), "{e}");
+        let v = vec![
+            v[0].clone(),
+            s(MAX_REPLAY_SPAN_NS, 2, 2, 0, 0x2000, Kind::Store),
+        ];
+        assert!(from_samples("hour", &v, 2.0).is_ok());
     }
 
     #[test]
