@@ -243,10 +243,7 @@ mod tests {
         ];
         let e = from_samples("far", &v, 2.0).unwrap_err().to_string();
         assert!(e.contains("a replay covers at most 3600 s"), "{e}");
-        let v = vec![
-            v[0].clone(),
-            s(MAX_REPLAY_SPAN_NS, 2, 2, 0, 0x2000, Kind::Store),
-        ];
+        let v = vec![v[0], s(MAX_REPLAY_SPAN_NS, 2, 2, 0, 0x2000, Kind::Store)];
         assert!(from_samples("hour", &v, 2.0).is_ok());
     }
 
