@@ -4,9 +4,9 @@
 # (trace_analysis), sysfs trees (sysfs_tree) and the simulator on machine files (sim_machine) get at
 # most 30 s each, the perf script import (perf_script), mapping files (mapping_file), communication
 # matrices (comm_matrix), MApp's C input (c_source), synthetic machine descriptions
-# (machine_synthetic) and the /proc parsers (proc_files) 20 s in short runs (SECONDS <= 60), so that
-# CI time stays bounded; FUZZ_SECONDS_<TARGET>=N (e.g. FUZZ_SECONDS_TRACE_CSV=5) sets one target's
-# time. Each target's corpus starts from its seeds: the repository's fixtures, or fuzz/seeds/TARGET.
+# (machine_synthetic), the /proc parsers (proc_files) and trace replay in the simulator (sim_trace)
+# 20 s in short runs (SECONDS <= 60), so that CI time stays bounded; FUZZ_SECONDS_<TARGET>=N
+# (e.g. FUZZ_SECONDS_TRACE_CSV=5) sets one target's time. Each target's corpus starts from its seeds: the repository's fixtures, or fuzz/seeds/TARGET.
 # Uses a nightly toolchain when there is one, else stable with RUSTC_BOOTSTRAP (cargo-fuzz needs -Z).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ else
   export RUSTC_BOOTSTRAP=1
 fi
 targets=(machine_file hwloc_xml trace_parquet trace_csv perf_script workload_file mapping_file
-  comm_matrix c_source machine_synthetic sysfs_tree proc_files trace_analysis sim_machine)
+  comm_matrix c_source machine_synthetic sysfs_tree proc_files trace_analysis sim_machine sim_trace)
 # Where each target's seeds are, one place per target.
 declare -A seeds=(
   [machine_file]="machines/*.toml"
@@ -36,6 +36,7 @@ declare -A seeds=(
   [mapping_file]="crates/policy/tests/fixtures/*.toml"
   [comm_matrix]="crates/cli/tests/fixtures/*.csv"
   [c_source]="crates/mapp/tests/c/*.c crates/cli/tests/fixtures/*.c"
+  [sim_trace]="fuzz/seeds/trace_analysis/*"
 )
 for target in "${targets[@]}"; do
   mkdir -p "fuzz/corpus/$target"
@@ -50,7 +51,7 @@ echo "fuzz: building the targets"
 cargo "${toolchain[@]}" fuzz build >/dev/null 2>&1 || cargo "${toolchain[@]}" fuzz build
 declare -A cap=([trace_parquet]=30 [trace_csv]=30 [perf_script]=20 [workload_file]=30
   [mapping_file]=20 [comm_matrix]=20 [c_source]=20 [machine_synthetic]=20 [sysfs_tree]=30
-  [proc_files]=20 [trace_analysis]=30 [sim_machine]=30)
+  [proc_files]=20 [trace_analysis]=30 [sim_machine]=30 [sim_trace]=20)
 for target in "${targets[@]}"; do
   secs=$seconds
   if [ -n "${cap[$target]:-}" ] && [ "$seconds" -le 60 ] && [ "$seconds" -gt "${cap[$target]}" ]; then
