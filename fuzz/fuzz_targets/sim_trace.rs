@@ -3,7 +3,8 @@
 //! panic, and never an unbounded run (the replay caps the recorded time span).
 #![no_main]
 
-use std::path::Path;
+#[path = "common.rs"]
+mod common;
 
 use libfuzzer_sys::fuzz_target;
 use numaff_workload::{replay, RunOptions, ThreadPolicy};
@@ -14,23 +15,9 @@ const MAX_SAMPLES: usize = 512;
 const MAX_SPAN_NS: u64 = 1_000_000_000;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(reader) = numaff_behave::TraceReader::from_csv_reader(
-        Path::new("fuzz.csv"),
-        std::io::Cursor::new(data.to_vec()),
-    ) else {
+    let Some((samples, _)) = common::csv_samples(data, MAX_SAMPLES) else {
         return;
     };
-    let mut samples = Vec::new();
-    for batch in reader {
-        let Ok(batch) = batch else {
-            return;
-        };
-        samples.extend(batch);
-        if samples.len() >= MAX_SAMPLES {
-            samples.truncate(MAX_SAMPLES);
-            break;
-        }
-    }
     let t0 = samples.iter().map(|s| s.time_ns).min().unwrap_or(0);
     if samples.iter().any(|s| s.time_ns - t0 > MAX_SPAN_NS) {
         return;

@@ -3,7 +3,8 @@
 //! allocation (the analysis caps what the samples' ids choose).
 #![no_main]
 
-use std::path::Path;
+#[path = "common.rs"]
+mod common;
 
 use libfuzzer_sys::fuzz_target;
 use numaff_behave::analyze::{analyze_samples, AnalyzeConfig};
@@ -12,23 +13,8 @@ use numaff_behave::analyze::{analyze_samples, AnalyzeConfig};
 const MAX_SAMPLES: usize = 4096;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(reader) = numaff_behave::TraceReader::from_csv_reader(
-        Path::new("fuzz.csv"),
-        std::io::Cursor::new(data.to_vec()),
-    ) else {
+    let Some((samples, meta)) = common::csv_samples(data, MAX_SAMPLES) else {
         return;
     };
-    let meta = reader.meta().clone();
-    let mut samples = Vec::new();
-    for batch in reader {
-        let Ok(batch) = batch else {
-            return;
-        };
-        samples.extend(batch);
-        if samples.len() >= MAX_SAMPLES {
-            samples.truncate(MAX_SAMPLES);
-            break;
-        }
-    }
     let _ = analyze_samples(&samples, &meta, &AnalyzeConfig::default());
 });

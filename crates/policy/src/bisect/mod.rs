@@ -206,7 +206,7 @@ fn bisection_with(
                 continue;
             }
             // 3 to PAIRED siblings holding two tasks each (the cores of an L3 with one task per
-            // PU): the cut between them is exactly the weight not kept inside pairs, so they get
+            // PU): the cut between them is exactly the weight left outside pairs, so they get
             // the pairing that keeps the most (`best_pairs`) instead of a chain of bisections,
             // whose halves only approximate it. Where that pairing is all the vertex's children
             // and the search was complete, it is optimal: no exchange of the k-way step below can
