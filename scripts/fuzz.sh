@@ -61,12 +61,13 @@ for target in "${targets[@]}"; do
   secs=${!override:-$secs}
   echo "fuzz: $target for ${secs}s"
   extra=()
+  # -timeout=30: an input that runs 30 s is a finding (libFuzzer's default waits 20 minutes).
   # -rss_limit_mb=0: no RSS watchdog thread, so the target stays single-threaded and numaff loads
   # the XML in a child process, as the numaff command does.
   [ "$target" = hwloc_xml ] && extra=(-rss_limit_mb=0)
   log=$(mktemp)
   if ! cargo "${toolchain[@]}" fuzz run "$target" "fuzz/corpus/$target" -- \
-      -max_total_time="$secs" -max_len=65536 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1; then
+      -max_total_time="$secs" -timeout=30 -max_len=65536 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz: $target failed (a crash is kept under fuzz/artifacts/$target)"
     exit 1

@@ -144,12 +144,24 @@ fn synthetic_size_problem(desc: &str) -> Option<String> {
             _ => {}
         }
     }
+    // hwloc reads a count with strtoul: its leading digits. A level may be a bare count ("2 2 4").
+    let leading_count = |text: &str| -> Option<u64> {
+        let digits: String = text
+            .trim()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        (!digits.is_empty()).then(|| digits.parse().unwrap_or(u64::MAX))
+    };
     let (mut objects, mut nodes) = (1u64, None);
     for level in plain.split_whitespace() {
-        let Some((ty, count)) = level.split_once(':') else {
-            continue;
+        let (ty, count) = match level.split_once(':') {
+            Some((ty, count)) => (ty, leading_count(count).unwrap_or(1)),
+            None => match leading_count(level) {
+                Some(count) => ("", count),
+                None => continue,
+            },
         };
-        let count: u64 = count.trim().parse().unwrap_or(1);
         objects = objects.saturating_mul(count);
         let ty = ty.trim_start_matches('[').to_ascii_lowercase();
         if ty.starts_with("numa") || ty.starts_with("node") {

@@ -474,7 +474,14 @@ mod hwloc {
             e.contains("2000 NUMA nodes; numaff takes at most 1024"),
             "{e}"
         );
+        // Bare counts are levels too, and hwloc reads "9999x" as 9999 (a fuzzer's "55555" once
+        // made hwloc build 55,555 PUs before the cap refused them).
+        for desc in ["55555", "2 2 9999", "pack:2 core:9999x pu:1"] {
+            let e = hwloc::from_synthetic(desc).unwrap_err().to_string();
+            assert!(e.contains("PUs; numaff takes at most 8192"), "{desc}: {e}");
+        }
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(hwloc::from_synthetic("2 2 2").unwrap().pu_count(), 8);
         assert_eq!(
             hwloc::from_synthetic("pack:2 core:4 pu:2")
                 .unwrap()
