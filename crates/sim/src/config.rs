@@ -73,13 +73,22 @@ pub struct InducedFaults {
     pub scan: bool,
 }
 
-/// A Linux-scheduler-like default for unpinned threads (the "OS" baseline of the papers): every
-/// `interval_ns` the balancer first moves threads off PUs that run several onto idle PUs (load
-/// balance, as CFS's periodic balancing does), then moves each other running thread with
-/// probability `move_probability` to a random idle PU, or swaps it with a random thread when none
-/// is idle (the wake-up and NUMA-unaware migrations that make the OS baseline lose locality).
-/// Each move costs `thread_migration_ns` and leaves the caches cold. It acts on every thread of the
-/// run; the initial spread is [`crate::os_placement`].
+/// A Linux-scheduler-like default for unpinned threads (the "OS" baseline of the papers), after
+/// CFS (kernel/sched/fair.c) with NUMA balancing off, as the papers' OS baseline has it. Every
+/// `interval_ns` the balancer
+/// - moves threads off PUs that run several onto idle PUs, the nearest first (periodic load
+///   balancing works up the sched domains: the last-level cache's PUs, then the node's, then the
+///   NUMA levels);
+/// - moves each other running thread with probability `move_probability` to a random idle PU
+///   within [`OsMoves`]'s reach (`Llc` by default: a thread that blocks and wakes again is put on
+///   an idle cpu sharing its previous cpu's last-level cache, `select_idle_sibling`).
+///
+/// A balanced machine (one thread per busy PU, no idle PU near it) sees no moves: CFS never
+/// exchanges two running tasks (only NUMA balancing's `task_numa_migrate` does), and its NUMA
+/// levels balance every `sd_weight` ms times `busy_factor` 16 when busy (a second on a 64-cpu
+/// machine), longer than the simulated runs. Each move costs `thread_migration_ns` and leaves
+/// the caches cold. It acts on every thread of the run; the initial spread is
+/// [`crate::os_placement`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OsScheduler {
     /// Time between two balancing rounds, ns (CFS balances busy domains every few ms; the
@@ -90,6 +99,23 @@ pub struct OsScheduler {
     pub interval_ns: u64,
     /// Probability that a balanced thread is moved anyway in a round.
     pub move_probability: f64,
+    /// Where such a move may go.
+    #[serde(default)]
+    pub moves: OsMoves,
+}
+
+/// Where the os balancer's occasional moves of balanced threads go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OsMoves {
+    /// To an idle PU sharing the thread's last-level cache (its node where the machine gives no
+    /// caches): CFS's wake-up placement. No move when none is idle.
+    #[default]
+    Llc,
+    /// To any idle PU, or an exchange with a random running thread when none is idle. Not a Linux
+    /// behaviour: a stress of the lines threads leave behind in caches on other nodes, for tests
+    /// of the coherence invariants.
+    Anywhere,
 }
 
 impl Default for OsScheduler {
@@ -97,6 +123,7 @@ impl Default for OsScheduler {
         OsScheduler {
             interval_ns: 1_000_000,
             move_probability: 0.05,
+            moves: OsMoves::Llc,
         }
     }
 }

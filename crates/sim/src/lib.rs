@@ -22,7 +22,7 @@ mod sim;
 pub mod stream;
 mod window;
 
-pub use config::{EnergyModel, HwSampling, InducedFaults, OsScheduler, SimConfig};
+pub use config::{EnergyModel, HwSampling, InducedFaults, OsMoves, OsScheduler, SimConfig};
 pub use error::SimError;
 pub use mlc::{measure, Measurement};
 pub use report::{Report, ThreadReport};

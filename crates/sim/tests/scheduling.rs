@@ -99,3 +99,49 @@ fn a_barrier_releases_its_threads_in_time_order() {
     println!("stepped back at most {back} ns");
     assert!(back < 500, "samples stepped back by {back} ns");
 }
+
+/// The os balancer after CFS: a balanced thread's occasional move goes to an idle PU sharing its
+/// last-level cache (wake-up placement), never to another node; a PU running two threads gives
+/// one to an idle PU in its last-level cache before any farther one; a machine with every PU
+/// busy sees no move at all (CFS does not exchange running tasks).
+#[test]
+fn os_balancer_moves_threads_within_their_last_level_cache_and_never_exchanges_them() {
+    let m = catalog::load("kmaf-xeon").unwrap();
+    let cfg = SimConfig {
+        os_scheduler: Some(numaff_sim::OsScheduler {
+            interval_ns: 20_000,
+            move_probability: 0.5,
+            ..numaff_sim::OsScheduler::default()
+        }),
+        ..SimConfig::default()
+    };
+    let run = |cpus: &[u32]| {
+        let mut spec = ProcessSpec::new("c", DataPolicy::FirstTouch);
+        for (i, &cpu) in cpus.iter().enumerate() {
+            spec = spec.thread(ThreadSpec::new(
+                format!("t{i}"),
+                cpu,
+                // 995 µs at 2 GHz: every thread ends between two balancing rounds.
+                std::iter::repeat_n(Op::Compute(1000), 1990),
+            ));
+        }
+        Simulator::new(&m, cfg.clone()).spawn_and_run(spec)
+    };
+    let node_of = |cpu: u32| m.node_of_pu(cpu).unwrap();
+    // Eight threads on node 0's first eight PUs: node 0 has eight idle PUs (the SMT siblings).
+    let r = run(&(0..8).collect::<Vec<u32>>());
+    assert!(
+        r.migrations > 0,
+        "balanced threads with idle PUs nearby moved"
+    );
+    for t in &r.threads {
+        assert_eq!(node_of(t.cpu), 0, "{} ended on cpu {}", t.name, t.cpu);
+    }
+    // Two threads on cpu 8 (node 1), the rest of the machine idle: the second stays on node 1.
+    let r = run(&[8, 8]);
+    assert!(r.threads.iter().all(|t| node_of(t.cpu) == 1), "{r:?}");
+    assert_ne!(r.threads[0].cpu, r.threads[1].cpu);
+    // Every PU busy: nobody moves.
+    let r = run(&m.pus().iter().collect::<Vec<u32>>());
+    assert_eq!(r.migrations, 0);
+}

@@ -4,6 +4,7 @@
 use numaff_machine::Machine;
 
 use super::{AnyGeom, Cx, Geom, P8Geom, P8W20Geom, Simulator, State};
+use crate::config::OsMoves;
 use crate::dir::{Form, FormKind, NarrowForm, PackedForm, WideForm};
 use crate::rng;
 use crate::stream::Op;
@@ -115,14 +116,19 @@ impl Simulator {
             load[self.threads[t].pu] += 1;
         }
         let mut moved = vec![false; self.threads.len()];
-        // Load balance: threads sharing a PU go to idle PUs.
+        // Load balance: threads sharing a PU go to idle PUs, the nearest first (same last-level
+        // cache, same node, then any), as CFS balances its sched domains from the smallest up.
         for &t in &live {
             let from = self.threads[t].pu;
             if load[from] > 1 {
                 let idle: Vec<usize> = (0..self.pus.len()).filter(|&p| load[p] == 0).collect();
-                if idle.is_empty() {
+                let Some(nearest) = idle.iter().map(|&p| self.pu_distance(from, p)).min() else {
                     break;
-                }
+                };
+                let idle: Vec<usize> = idle
+                    .into_iter()
+                    .filter(|&p| self.pu_distance(from, p) == nearest)
+                    .collect();
                 let to = idle[self.rng.below(idle.len())];
                 load[from] -= 1;
                 load[to] += 1;
@@ -130,19 +136,22 @@ impl Simulator {
                 moved[t] = true;
             }
         }
-        // Occasional moves of balanced threads: to an idle PU, or a swap.
+        // Occasional moves of balanced threads: a wake-up on an idle PU within reach.
         for &t in &live {
             if moved[t] || self.rng.unit() >= cfg.move_probability {
                 continue;
             }
             let from = self.threads[t].pu;
-            let idle: Vec<usize> = (0..self.pus.len()).filter(|&p| load[p] == 0).collect();
+            let idle: Vec<usize> = (0..self.pus.len())
+                .filter(|&p| load[p] == 0)
+                .filter(|&p| cfg.moves == OsMoves::Anywhere || self.pu_distance(from, p) == 0)
+                .collect();
             if !idle.is_empty() {
                 let to = idle[self.rng.below(idle.len())];
                 load[from] -= 1;
                 load[to] += 1;
                 self.relocate(t, to, at);
-            } else {
+            } else if cfg.moves == OsMoves::Anywhere {
                 let others: Vec<usize> = live
                     .iter()
                     .copied()
@@ -156,8 +165,22 @@ impl Simulator {
                 self.relocate(t, to, at);
                 self.relocate(o, from, at);
                 moved[o] = true;
+            } else {
+                continue;
             }
             moved[t] = true;
+        }
+    }
+
+    /// How far PU `b` is from PU `a` for the balancer: 0 when they share the last-level cache
+    /// (the node, where the machine gives no caches), 1 on the same node, 2 elsewhere.
+    fn pu_distance(&self, a: usize, b: usize) -> u8 {
+        let (pa, pb) = (&self.pus[a], &self.pus[b]);
+        match (pa.path.last(), pb.path.last()) {
+            (Some(x), Some(y)) if x == y => 0,
+            (None, None) if pa.node == pb.node => 0,
+            _ if pa.node == pb.node => 1,
+            _ => 2,
         }
     }
 

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::cache::MODIFIED_OUTER;
-use crate::config::{HwSampling, OsScheduler};
+use crate::config::{HwSampling, OsMoves, OsScheduler};
 use crate::dir::FormKind;
 use crate::stream::ThreadSpec;
 
@@ -118,6 +118,7 @@ fn directory_holders_are_the_caches_that_hold_the_line() {
     let moving = OsScheduler {
         interval_ns: 20_000,
         move_probability: 0.5,
+        moves: OsMoves::Anywhere,
     };
     for name in numaff_machine::catalog::names() {
         let m = numaff_machine::catalog::load(name).unwrap();
@@ -232,6 +233,7 @@ fn private_lines_give_the_directorys_figures() {
     let moving = OsScheduler {
         interval_ns: 20_000,
         move_probability: 0.5,
+        moves: OsMoves::Anywhere,
     };
     let mut with_private = 0;
     for name in numaff_machine::catalog::names() {
