@@ -110,8 +110,10 @@ pub fn steps_bound(p: &Program, n: u64) -> u64 {
         .chain(p.then.iter())
         .map(|q| {
             let per_iteration = match q.kernel {
-                // O(n) per iteration: a wavefront step per thread, a transpose chunk per thread.
-                Kernel::Lu | Kernel::Ft => n.saturating_mul(2).saturating_add(24),
+                // O(n) per iteration: per sweep direction 3n - 1 barriers and 4n chunk and
+                // boundary sweeps (LU's wavefront); a transpose chunk per thread (FT).
+                Kernel::Lu => n.saturating_mul(14).saturating_add(24),
+                Kernel::Ft => n.saturating_mul(2).saturating_add(24),
                 // Stage s of S handles size(0) / size(s) <= 2 items per iteration, <= 5 steps each.
                 Kernel::Dedup | Kernel::Ferret => 11,
                 // Five grid levels, five steps each.
@@ -172,11 +174,13 @@ fn kernel_steps(p: &Program, n: u64, t: u64, lay: Layout, out: &mut Vec<Step>) {
                 out.push(Step::sweep(share(0, l, next), halo, 0.0, c));
                 out.push(Step::Barrier);
             }
-            // SSOR wavefronts: the share in 4 chunks; at each step of the lower (upper) sweep a
-            // thread updates one chunk after reading the boundary its predecessor (successor)
-            // just wrote.
+            // SSOR wavefronts: the share in `k` chunks; at each step of the lower (upper) sweep
+            // a thread updates one chunk after reading the boundary its predecessor (successor)
+            // just wrote. NPB LU pipelines its nz planes through the threads (class B 102, C
+            // 162: about 2.5 planes per thread at 64 threads), so the pipeline fills and most
+            // threads work at once: `k` = 2 chunks per thread (at least 4).
             Kernel::Lu => {
-                let k = 4u64;
+                let k = (2 * n).max(4);
                 let chunk = (l / k).max(1);
                 for dir in 0..2u64 {
                     for s in 0..(k + n - 1) {
