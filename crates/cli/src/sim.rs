@@ -38,7 +38,8 @@ pub struct SimArgs {
     /// all programs in file order), recorded (a trace's threads where they ran), or a cpu list
     /// such as 0,2,4,6 (thread i on the i-th cpu). eagermap, locality, balance, deloc and ondeloc
     /// map the workload's own communication matrix (kMAF's sharing detection over its access
-    /// streams); ondeloc starts from the os placement; cimar and nimar are refused (they need
+    /// streams); ondeloc starts from the os placement; deloc takes all communicating pairs as one
+    /// group (no time clusters, as `numaff map --matrix`); cimar and nimar are refused (they need
     /// metrics measured while the threads run: numaff mapp). Given more than once (or with --data
     /// more than once), every thread placement runs with every data placement and a table
     /// compares them, the first as the baseline.

@@ -36,7 +36,9 @@ pub enum ThreadPolicy {
     /// A `numaff_policy` mapping algorithm over all threads of the workload together
     /// ([`numaff_policy::map`]). Those that read a communication matrix
     /// ([`Algorithm::needs_comm`]) get the workload's own ([`comm_matrix`]); ondeloc starts from
-    /// the os placement of the same seed (where the threads would start). cimar and nimar are
+    /// the os placement of the same seed (where the threads would start); deloc has no DeLocProf
+    /// groups (clusters in time), so every communicating pair forms one group, as with `numaff map
+    /// --matrix` ([`numaff_policy::deloc::delocmap_unchecked`]). cimar and nimar are
     /// refused ([`WorkloadError::NeedsRunMetrics`]): they need metrics measured while the threads
     /// run, which a static placement does not have.
     Map(Algorithm),
