@@ -167,7 +167,7 @@ fn shell_word(s: &str) -> String {
 /// experiment), then the `numaff sim` commands that print the same numbers. A failure to simulate
 /// is reported as a line, not an error.
 fn simulation_example(spec: &str, machine: &numaff_machine::Machine) -> String {
-    use numaff_workload::{catalog, run, DataChoice, RunOptions, ThreadPolicy};
+    use numaff_workload::{catalog, run, Algorithm, DataChoice, RunOptions, ThreadPolicy};
     let workload = match catalog::load("nas-sp") {
         Ok(w) => w.scaled(SIM_SCALE),
         Err(e) => return format!("(cannot load the nas-sp workload: {e})\n\n"),
@@ -184,12 +184,12 @@ fn simulation_example(spec: &str, machine: &numaff_machine::Machine) -> String {
         ("os, first-touch", ThreadPolicy::Os, DataChoice::FirstTouch),
         (
             "scatter, oracle-remote",
-            ThreadPolicy::Scatter,
+            ThreadPolicy::Map(Algorithm::Scatter),
             DataChoice::OracleRemote,
         ),
         (
             "compact, oracle-local",
-            ThreadPolicy::Compact,
+            ThreadPolicy::Map(Algorithm::Compact),
             DataChoice::OracleLocal,
         ),
     ];

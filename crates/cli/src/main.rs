@@ -76,6 +76,9 @@ enum Command {
   numaff sim --machine laso-hpl --workload nas-sp --seeds 5      the os baseline over 5 seeds
   numaff sim --machine kmaf-sim-4x2 --workload nas-sp --threads compact --threads scatter
       --data oracle-local --data oracle-remote      four placements compared (kMAF Fig. 1)
+  numaff sim --machine kmaf-sim-4x2 --workload nas-sp --threads eagermap --data oracle
+                                                 kMAF's Oracle: EagerMap threads, oracle pages
+  numaff sim --machine kmaf-sim-4x2 --workload nas-sp --threads map:m.toml   a mapping file
   numaff sim --machine laso-lpl --measure        the simulated MLC matrices
   numaff sim --machine laso-hpl --trace rec.parquet --threads recorded   replay a recorded trace")]
     Sim(sim::SimArgs),

@@ -601,3 +601,128 @@ fn sim_refuses_runs_beyond_its_caps_quickly() {
     );
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }
+
+/// `numaff sim` of nas-sp at a quarter of its size with 8 threads on kmaf-sim-4x2 (its threads
+/// share with their ring neighbours), with `extra` arguments.
+fn nas_sp8(extra: &[&str]) -> Vec<String> {
+    [
+        "sim",
+        "--machine",
+        "kmaf-sim-4x2",
+        "--workload",
+        "nas-sp",
+        "--scale",
+        "0.25",
+        "--nthreads",
+        "8",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// kMAF's Oracle (000 §5.3): threads by EagerMap on the workload's own sharing, pages with a high
+/// exclusivity local and the others interleaved; any mapping algorithm and a mapping file as
+/// --threads, in a comparison too.
+#[test]
+fn sim_maps_threads_with_any_algorithm_or_file_and_places_data_with_the_oracle() {
+    let json_of = |extra: &[&str]| {
+        let a = nas_sp8(extra);
+        json(&a.iter().map(String::as_str).collect::<Vec<&str>>())
+    };
+    let oracle = json_of(&["--threads", "eagermap", "--data", "oracle", "--json"]);
+    assert_eq!(oracle["threads"], "eagermap");
+    assert_eq!(oracle["data"], "oracle");
+    // Ring neighbours share a node (4 nodes of 2 PUs: cpus 2k and 2k+1 on node k).
+    let cpus: Vec<u64> = oracle["report"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["cpu"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus.len(), 8);
+    for t in 0..8 {
+        let mate = (0..8)
+            .find(|&u| u != t && cpus[u] / 2 == cpus[t] / 2)
+            .unwrap();
+        let d = mate.abs_diff(t);
+        assert!(d == 1 || d == 7, "thread {t} with {mate}: {cpus:?}");
+    }
+    let remote = |v: &serde_json::Value| {
+        let (l, r) = (
+            v["local_accesses"].as_f64().unwrap(),
+            v["remote_accesses"].as_f64().unwrap(),
+        );
+        r / (l + r)
+    };
+    let interleaved = json_of(&["--threads", "eagermap", "--data", "interleave", "--json"]);
+    assert!(
+        remote(&oracle) < 0.5 * remote(&interleaved),
+        "oracle {} vs interleave {}",
+        remote(&oracle),
+        remote(&interleaved)
+    );
+    // Several --threads: a table row each.
+    numaff()
+        .args(nas_sp8(&[
+            "--threads",
+            "compact",
+            "--threads",
+            "eagermap",
+            "--threads",
+            "deloc",
+            "--data",
+            "oracle",
+        ]))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("3 placements"))
+        .stdout(predicate::str::is_match(r"\n  eagermap +oracle +[0-9.]+ +[0-9.]+x").unwrap())
+        .stdout(predicate::str::contains("deloc"));
+    // A mapping file: each thread on the PU written for it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hand.toml");
+    let written = [7u64, 0, 6, 1, 5, 2, 4, 3];
+    std::fs::write(
+        &file,
+        "format = 1\nalgorithm = \"hand\"\ntasks = 8\nplacement = [7, 0, 6, 1, 5, 2, 4, 3]\n\n\
+         [machine]\nname = \"kmaf-sim-4x2\"\nfingerprint = \"fnv1a64:0000000000000000\"\n",
+    )
+    .unwrap();
+    let spec = format!("map:{}", file.display());
+    let v = json_of(&["--threads", &spec, "--json"]);
+    let cpus: Vec<u64> = v["report"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["cpu"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, written);
+    // Clear errors: a file of another size, an algorithm a static run cannot feed, a name.
+    let short = dir.path().join("short.toml");
+    std::fs::write(
+        &short,
+        "format = 1\nalgorithm = \"hand\"\ntasks = 2\nplacement = [0, 1]\n\n\
+         [machine]\nname = \"kmaf-sim-4x2\"\nfingerprint = \"fnv1a64:0000000000000000\"\n",
+    )
+    .unwrap();
+    let short = format!("map:{}", short.display());
+    for (extra, says) in [
+        (
+            vec!["--threads", short.as_str()],
+            "places 2 tasks but workload nas-sp has 8 threads",
+        ),
+        (vec!["--threads", "cimar"], "cimar: needs 3DyRM metrics"),
+        (vec!["--threads", "eagermapp"], "eagermap, locality"),
+    ] {
+        fails_saying(nas_sp8(&extra), says);
+    }
+    numaff()
+        .args(["sim", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("map:FILE"))
+        .stdout(predicate::str::contains("oracle (kMAF's"))
+        .stdout(predicate::str::contains("--threads eagermap --data oracle"));
+}

@@ -8,7 +8,7 @@
 //! placement's moves; `ONLY=NAME`: one workload; `SCALE=F`: its size, as `numaff sim --scale`.
 
 use numaff_sim::Simulator;
-use numaff_workload::{build, catalog, RunOptions, ThreadPolicy};
+use numaff_workload::{build, catalog, Algorithm, RunOptions, ThreadPolicy};
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
@@ -22,7 +22,7 @@ fn main() -> Result<(), String> {
         .map(|q| q.parse::<f64>().map_err(|e| format!("quantum {q}: {e}")))
         .collect::<Result<Vec<f64>, String>>()?;
     let threads = match args.get(3).map(String::as_str) {
-        Some("compact") => ThreadPolicy::Compact,
+        Some("compact") => ThreadPolicy::Map(Algorithm::Compact),
         _ => ThreadPolicy::Os,
     };
     let absolute = std::env::var_os("ABS").is_some();

@@ -6,7 +6,7 @@
 
 use numaff_machine::catalog as machines;
 use numaff_sim::{HwSampling, InducedFaults, Simulator};
-use numaff_workload::{build, catalog, DataChoice, RunOptions, ThreadPolicy};
+use numaff_workload::{build, catalog, Algorithm, DataChoice, RunOptions, ThreadPolicy};
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
@@ -34,14 +34,14 @@ fn main() -> Result<(), String> {
         (
             "laso-hpl",
             "nas-sp",
-            ThreadPolicy::Compact,
+            ThreadPolicy::Map(Algorithm::Compact),
             DataChoice::Interleave,
             1,
         ),
         (
             "kmaf-sim-4x2",
             "nas-sp",
-            ThreadPolicy::Scatter,
+            ThreadPolicy::Map(Algorithm::Scatter),
             DataChoice::OracleRemote,
             0,
         ),
@@ -55,7 +55,7 @@ fn main() -> Result<(), String> {
         (
             "laso-lpl",
             "parsec-streamcluster",
-            ThreadPolicy::Random,
+            ThreadPolicy::Map(Algorithm::Random),
             DataChoice::FirstTouch,
             1,
         ),
@@ -76,7 +76,7 @@ fn main() -> Result<(), String> {
         (
             "minas-altix",
             "nas-mg",
-            ThreadPolicy::RoundRobin,
+            ThreadPolicy::Map(Algorithm::RoundRobin),
             DataChoice::FirstTouch,
             1,
         ),

@@ -105,14 +105,14 @@ pub enum WorkloadError {
     #[error("trace {name}: {error}")]
     InvalidTrace { name: String, error: SpecError },
     /// A thread placement that is neither a known name nor a cpu list.
-    #[error("unknown thread placement {0:?}: os, compact, scatter, round-robin, random, recorded (traces), or a cpu list such as 0,2,4,6")]
+    #[error("unknown thread placement {0:?}: os, recorded (traces), a mapping algorithm ({names}), map:FILE (a mapping file from numaff map -o FILE) or a cpu list such as 0,2,4,6", names = numaff_policy::Algorithm::NAMES.join(", "))]
     UnknownThreadPolicy(String),
     /// A cpu list with an entry that is not a cpu number.
     #[error("bad cpu list {list:?}: {error}")]
     BadCpuList { list: String, error: ParseIntError },
     /// A data placement that is not a known name.
     #[error(
-        "unknown data policy {0:?}: first-touch, interleave, bind:N, oracle-local, oracle-remote"
+        "unknown data policy {0:?}: first-touch, interleave, bind:N, oracle, oracle-local, oracle-remote"
     )]
     UnknownDataPolicy(String),
     /// `bind` without a node id.
@@ -138,6 +138,23 @@ pub enum WorkloadError {
         machine: String,
         cpus: CpuSet,
     },
+    /// A mapping algorithm that needs metrics measured while the threads run.
+    #[error("thread placement {0}: needs 3DyRM metrics (operations, memory accesses and latency of each thread) measured while the threads run, which a static simulated placement does not have; use numaff mapp for it, or another algorithm")]
+    NeedsRunMetrics(&'static str),
+    /// A mapping file that could not be read.
+    #[error(transparent)]
+    Mapping(#[from] numaff_policy::mapping::MappingError),
+    /// A mapping file with another number of tasks than the workload's threads.
+    #[error("mapping file {file} places {tasks} tasks but workload {workload} has {threads} threads (all programs together, in file order); give one PU per thread")]
+    MappingTasks {
+        file: String,
+        tasks: usize,
+        workload: String,
+        threads: usize,
+    },
+    /// Too many threads for the sharing detection's thread ids.
+    #[error("the workload's communication matrix covers at most {max} threads (kMAF's 2-byte thread ids), not {threads}")]
+    CommThreads { threads: usize, max: usize },
     /// A mapping algorithm that failed.
     #[error(transparent)]
     Policy(#[from] numaff_policy::PolicyError),

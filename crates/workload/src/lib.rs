@@ -11,8 +11,13 @@ pub mod spec;
 
 use std::collections::{BTreeMap, HashMap};
 
+use numaff_behave::sharing::{SharingMatrix, SharingTable, SharingTableConfig};
 use numaff_machine::Machine;
-use numaff_policy::{Algorithm, MapInput};
+use numaff_policy::kmaf_data::KmafDataParams;
+use numaff_policy::mapping::MappingFile;
+use numaff_policy::{CommMatrix, MapInput};
+
+pub use numaff_policy::Algorithm;
 use numaff_sim::{
     os_placement, DataPolicy, Op, OsScheduler, ProcessSpec, Report, SimConfig, Simulator,
     ThreadSpec,
@@ -28,29 +33,37 @@ pub enum ThreadPolicy {
     /// The Linux-like default: spread over idle cores in an order unrelated to sharing
     /// ([`numaff_sim::os_placement`]) and occasionally moved ([`numaff_sim::OsScheduler`]).
     Os,
-    /// numaff_policy's compact.
-    Compact,
-    /// numaff_policy's scatter.
-    Scatter,
-    /// numaff_policy's round-robin.
-    RoundRobin,
-    /// numaff_policy's seeded random mapping.
-    Random,
+    /// A `numaff_policy` mapping algorithm over all threads of the workload together
+    /// ([`numaff_policy::map`]). Those that read a communication matrix
+    /// ([`Algorithm::needs_comm`]) get the workload's own ([`comm_matrix`]); ondeloc starts from
+    /// the os placement of the same seed (where the threads would start); deloc has no DeLocProf
+    /// groups (clusters in time), so every communicating pair forms one group, as with `numaff map
+    /// --matrix` ([`numaff_policy::deloc::delocmap_unchecked`]). cimar and nimar are
+    /// refused ([`WorkloadError::NeedsRunMetrics`]): they need metrics measured while the threads
+    /// run, which a static placement does not have.
+    Map(Algorithm),
     /// Thread i (counting the programs' threads in file order) on cpu `list[i % len]`.
     List(Vec<u32>),
+    /// A mapping file (`map:FILE`, as `numaff map -o FILE` writes it): task i's PU for thread i
+    /// (counting the programs' threads in file order). It must list exactly the workload's threads.
+    File {
+        /// The file, as given.
+        path: String,
+        /// Its placement: the PU of each task.
+        placement: Vec<u32>,
+    },
     /// A replayed trace's threads where they ran first ([`replay`]).
     Recorded,
 }
 
 impl std::str::FromStr for ThreadPolicy {
     type Err = WorkloadError;
+    /// `os`, `recorded`, a cpu list (`0,2,4,6`), `map:FILE` (a mapping file, read here) or a
+    /// mapping algorithm's name ([`Algorithm::NAMES`]).
     fn from_str(s: &str) -> Result<Self, WorkloadError> {
-        Ok(match s.trim() {
+        let s = s.trim();
+        Ok(match s {
             "os" => ThreadPolicy::Os,
-            "compact" => ThreadPolicy::Compact,
-            "scatter" => ThreadPolicy::Scatter,
-            "round-robin" | "roundrobin" | "rr" => ThreadPolicy::RoundRobin,
-            "random" => ThreadPolicy::Random,
             "recorded" => ThreadPolicy::Recorded,
             list if list.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
                 let cpus: Result<Vec<u32>, _> =
@@ -60,9 +73,33 @@ impl std::str::FromStr for ThreadPolicy {
                     error,
                 })?)
             }
-            other => return Err(WorkloadError::UnknownThreadPolicy(other.to_string())),
+            _ => {
+                if let Some(path) = s.strip_prefix("map:") {
+                    if path.is_empty() {
+                        return Err(WorkloadError::UnknownThreadPolicy(s.to_string()));
+                    }
+                    let file = MappingFile::load(std::path::Path::new(path))?;
+                    return Ok(ThreadPolicy::File {
+                        path: path.to_string(),
+                        placement: file.placement,
+                    });
+                }
+                let algo: Algorithm = s
+                    .parse()
+                    .map_err(|_| WorkloadError::UnknownThreadPolicy(s.to_string()))?;
+                if needs_run_metrics(algo) {
+                    return Err(WorkloadError::NeedsRunMetrics(algo.name()));
+                }
+                ThreadPolicy::Map(algo)
+            }
         })
     }
+}
+
+/// Whether `algo` needs per-thread metrics measured during a run (CIMAR and NIMAR read 3DyRM's
+/// operations, accesses and latency per thread), which a static placement cannot give.
+fn needs_run_metrics(algo: Algorithm) -> bool {
+    matches!(algo, Algorithm::Cimar | Algorithm::Nimar)
 }
 
 /// Where the pages go.
@@ -78,6 +115,10 @@ pub enum DataChoice {
     OracleLocal,
     /// Each page on the node whose threads access it least (kMAF §3.1 D_R), from a profiling pass.
     OracleRemote,
+    /// kMAF's Oracle data mapping (000 §5.3, §6.1), from a profiling pass: a page whose exclusivity
+    /// (eq. 3) is above min_Loc goes to the node that accesses it most (eq. 6), every other page
+    /// is interleaved over the memory nodes by page number (eq. 8). See [`oracle_kmaf`].
+    Oracle,
 }
 
 impl std::str::FromStr for DataChoice {
@@ -89,6 +130,7 @@ impl std::str::FromStr for DataChoice {
             "interleave" => DataChoice::Interleave,
             "oracle-local" => DataChoice::OracleLocal,
             "oracle-remote" => DataChoice::OracleRemote,
+            "oracle" => DataChoice::Oracle,
             _ => match s.strip_prefix("bind") {
                 Some(rest) => {
                     let n = rest.trim_start_matches([':', '=']);
@@ -140,28 +182,38 @@ pub fn placement(
             if list.is_empty() {
                 return Err(WorkloadError::EmptyCpuList);
             }
-            let pus = machine.pus();
-            if let Some(&cpu) = list.iter().find(|&&c| !pus.contains(c)) {
-                return Err(WorkloadError::CpuMissing {
-                    cpu,
-                    machine: machine.name.clone(),
-                    cpus: pus,
-                });
-            }
+            check_cpus(machine, list)?;
             (0..n).map(|i| list[i % list.len()]).collect()
         }
-        other => {
-            let algo = match other {
-                ThreadPolicy::Compact => Algorithm::Compact,
-                ThreadPolicy::Scatter => Algorithm::Scatter,
-                ThreadPolicy::RoundRobin => Algorithm::RoundRobin,
-                _ => Algorithm::Random,
+        ThreadPolicy::File { path, placement } => {
+            if placement.len() != n {
+                return Err(WorkloadError::MappingTasks {
+                    file: path.clone(),
+                    tasks: placement.len(),
+                    workload: w.name.clone(),
+                    threads: n,
+                });
+            }
+            check_cpus(machine, placement)?;
+            placement.clone()
+        }
+        ThreadPolicy::Map(algo) => {
+            if needs_run_metrics(*algo) {
+                return Err(WorkloadError::NeedsRunMetrics(algo.name()));
+            }
+            let comm = if algo.needs_comm() {
+                Some(comm_matrix(w)?)
+            } else {
+                None
             };
+            let current = (*algo == Algorithm::Ondeloc).then(|| os_placement(machine, n, seed));
             let input = MapInput {
                 seed,
+                comm: comm.as_ref(),
+                current: current.as_ref(),
                 ..MapInput::new(machine, n)
             };
-            numaff_policy::map(algo, &input)?
+            numaff_policy::map(*algo, &input)?
         }
     };
     let mut out = Vec::new();
@@ -169,6 +221,101 @@ pub fn placement(
     for p in &w.programs {
         out.push(flat[i..i + p.threads as usize].to_vec());
         i += p.threads as usize;
+    }
+    Ok(out)
+}
+
+/// An error naming the first of `cpus` that the machine does not have.
+fn check_cpus(machine: &Machine, cpus: &[u32]) -> Result<(), WorkloadError> {
+    let pus = machine.pus();
+    match cpus.iter().find(|&&c| !pus.contains(c)) {
+        Some(&cpu) => Err(WorkloadError::CpuMissing {
+            cpu,
+            machine: machine.name.clone(),
+            cpus: pus,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Ops each thread issues per turn of [`comm_matrix`]'s round robin.
+pub const COMM_TURN_OPS: usize = 32;
+
+/// Most threads [`comm_matrix`] tells apart: kMAF's block vectors hold 2-byte thread ids (000
+/// §4.3.2, eq. 11), one of which means "no thread".
+pub const MAX_COMM_THREADS: usize = u16::MAX as usize;
+
+/// Bit above every user-space virtual address (57 bits with five-level paging): the program index
+/// is added above it, so that blocks of different programs never meet in the table.
+const PROGRAM_SHIFT: u32 = 57;
+
+/// The workload's own communication matrix, thread x thread over all its threads (programs in
+/// file order, threads in order, as [`placement`] counts them): what kMAF's sharing detection (000
+/// §4.3.2, Fig. 2-3) would see of the generator's access streams.
+///
+/// The threads' op streams are replayed side by side as the simulator advances them, in a round
+/// robin of [`COMM_TURN_OPS`] ops per thread per turn, through a [`SharingTable`] with kMAF's
+/// default configuration (Table 3: 1 M blocks of 256 bytes); each access of thread `t` to a block
+/// adds one unit of sharing with the block vector's other threads (MRU, LRU). kMAF sees page
+/// faults, not every access, so a thread's accesses to one block in a row inside its turn count as
+/// one detection (a sweep reads a 256-byte block four lines in a row). Different programs never
+/// share: each program's blocks are keyed by its index. Start times and barriers are not modelled:
+/// every thread takes its turn from the start. The matrix is made symmetric ((t, u) + (u, t)), as
+/// the mapping algorithms expect (kMAF §4.4 hands its sharing matrix to EagerMap).
+///
+/// Accesses are gathered per turn into one reused buffer and recorded in a batch
+/// ([`SharingTable::record_batch`]); nothing is allocated per access.
+pub fn comm_matrix(w: &Workload) -> Result<CommMatrix, WorkloadError> {
+    let n = w.threads();
+    if n >= MAX_COMM_THREADS {
+        return Err(WorkloadError::CommThreads {
+            threads: n,
+            max: MAX_COMM_THREADS - 1,
+        });
+    }
+    // (dense thread id, program key, its op stream) for every thread, in placement order.
+    let mut streams: Vec<(u16, u64, Ops)> = Vec::with_capacity(n);
+    for (pi, p) in w.programs.iter().enumerate() {
+        let key = (pi as u64) << PROGRAM_SHIFT;
+        for ops in thread_ops(p) {
+            // n < MAX_COMM_THREADS: every id fits.
+            let id = u16::try_from(streams.len()).unwrap_or(u16::MAX - 1);
+            streams.push((id, key, ops));
+        }
+    }
+    let mut table = SharingTable::new(SharingTableConfig::default());
+    let mut sharing = SharingMatrix::new();
+    let block_shift = SharingTableConfig::default().block_bytes.trailing_zeros();
+    let mut buf = vec![Op::Compute(0); COMM_TURN_OPS];
+    let mut batch: Vec<(u16, u64)> = Vec::with_capacity(COMM_TURN_OPS * n);
+    let mut live: Vec<usize> = (0..streams.len()).collect();
+    while !live.is_empty() {
+        batch.clear();
+        live.retain(|&i| {
+            let (id, key, ops) = &mut streams[i];
+            let got = ops.fill_ops(&mut buf);
+            let mut last = None;
+            for op in &buf[..got] {
+                if let Op::Access(a) = op {
+                    let block = a.vaddr >> block_shift;
+                    if last != Some(block) {
+                        batch.push((*id, a.vaddr.wrapping_add(*key)));
+                        last = Some(block);
+                    }
+                }
+            }
+            got > 0
+        });
+        table.record_batch(&batch, &mut sharing);
+    }
+    let mut out = CommMatrix::new(n);
+    for t in 0..n {
+        for u in 0..n {
+            let v = f64::from(sharing.get(t, u)) + f64::from(sharing.get(u, t));
+            if v > 0.0 {
+                out.set(t, u, v);
+            }
+        }
     }
     Ok(out)
 }
@@ -211,6 +358,23 @@ impl PageProfile {
             .iter()
             .copied()
             .zip(self.counts.chunks_exact(self.nodes))
+    }
+
+    /// A profile of `nodes` node positions from (page number, accesses per node position) rows, in
+    /// the order given; a row shorter than `nodes` counts 0 for the rest, a longer one is cut.
+    pub fn from_rows(nodes: usize, rows: impl IntoIterator<Item = (u64, Vec<u64>)>) -> Self {
+        let nodes = nodes.max(1);
+        let mut out = PageProfile {
+            nodes,
+            pages: Vec::new(),
+            counts: Vec::new(),
+        };
+        for (page, mut row) in rows {
+            row.resize(nodes, 0);
+            out.pages.push(page);
+            out.counts.extend(row);
+        }
+        out
     }
 
     /// Pages accessed.
@@ -315,6 +479,38 @@ pub fn oracle(machine: &Machine, counts: &PageProfile, local: bool) -> BTreeMap<
     out
 }
 
+/// kMAF's Oracle data mapping (000 §6.1 "Oracle", after the policy selection of §4.5 and §5.3):
+/// per page of the profile, its exclusivity (eq. 3: the accesses from the node with the most over
+/// all its accesses); a page with an exclusivity above min_Loc (Table 3: 80 %,
+/// [`KmafDataParams::min_loc`]) goes to the memory node with the most accesses (eq. 6; ties: the
+/// lower node id), every other page is interleaved over the nodes with memory by its page number
+/// (eq. 8: page number mod N, page number = address >> log2(page size)). Returns node ids.
+pub fn oracle_kmaf(machine: &Machine, counts: &PageProfile) -> BTreeMap<u64, u32> {
+    let min_loc = KmafDataParams::default().min_loc;
+    let mem: Vec<usize> = (0..machine.nodes.len())
+        .filter(|&i| machine.nodes[i].memory_bytes > 0)
+        .collect();
+    let mut out = BTreeMap::new();
+    if mem.is_empty() {
+        return out;
+    }
+    for (page, c) in counts.iter() {
+        let total: u64 = c.iter().sum();
+        let Some(&top) = mem.iter().max_by_key(|&&i| (c[i], std::cmp::Reverse(i))) else {
+            continue;
+        };
+        let most = c.iter().copied().max().unwrap_or(0);
+        let exclusive = total > 0 && most as f64 / total as f64 > min_loc;
+        let pick = if exclusive {
+            top
+        } else {
+            mem[(page % mem.len() as u64) as usize]
+        };
+        out.insert(page, machine.nodes[pick].id);
+    }
+    out
+}
+
 /// What a run needs besides the machine and the workload.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -364,6 +560,9 @@ pub fn build(
                 &profile(machine, p, cpus),
                 opts.data == DataChoice::OracleLocal,
             )),
+            DataChoice::Oracle => {
+                DataPolicy::Explicit(oracle_kmaf(machine, &profile(machine, p, cpus)))
+            }
         };
         let mut spec = ProcessSpec::new(p.display_name(), policy).starting_at(p.start_ns);
         if p.huge_pages {

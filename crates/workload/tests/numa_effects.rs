@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use numaff_machine::catalog as machines;
-use numaff_workload::{catalog, run, DataChoice, RunOptions, ThreadPolicy};
+use numaff_workload::{catalog, run, Algorithm, DataChoice, RunOptions, ThreadPolicy};
 
 /// kMAF Fig. 1 (000 §3.1-3.2) with the suite's SP (nas-sp) on kmaf-sim-4x2: T_L = compact (each
 /// thread's left or right neighbour on its processor, the other one hop away), T_R = scatter
@@ -119,7 +119,7 @@ fn bandwidth_bound_workload_congests_one_node_and_interleave_relieves_it() {
     let run_n = |n: u32, data: DataChoice| {
         let w = base.clone().with_threads(n);
         let opts = RunOptions {
-            threads: ThreadPolicy::Compact,
+            threads: ThreadPolicy::Map(Algorithm::Compact),
             data,
             seed: 0,
         };

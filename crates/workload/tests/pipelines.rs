@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use numaff_machine::catalog as machines;
-use numaff_workload::{catalog, kernels, run, RunOptions, Step, ThreadPolicy};
+use numaff_workload::{catalog, kernels, run, Algorithm, RunOptions, Step, ThreadPolicy};
 
 #[test]
 fn pipeline_stages_wait_for_items_not_for_barriers() {
@@ -31,7 +31,7 @@ fn pipelines_run_for_every_thread_count_and_hand_items_between_cores() {
         for n in 1..=9 {
             let w = catalog::load(name).unwrap().with_threads(n).scaled(0.125);
             let opts = RunOptions {
-                threads: ThreadPolicy::Compact,
+                threads: ThreadPolicy::Map(Algorithm::Compact),
                 ..RunOptions::default()
             };
             let r = run(&m, &w, &opts).unwrap_or_else(|e| panic!("{name} {n}: {e}"));
