@@ -32,15 +32,15 @@ pub struct SimArgs {
     /// `--threads recorded` to put the threads where they ran.
     #[arg(long, value_name = "T", conflicts_with_all = ["measure", "nthreads", "scale"])]
     trace: Option<std::path::PathBuf>,
-    /// Thread placement: os (Linux-like: spread, occasionally moved), a mapping algorithm of
-    /// `numaff map` (compact, scatter, round-robin, packed, random, eagermap, locality, balance,
-    /// deloc, ondeloc), map:FILE (a mapping file from `numaff map -o FILE`, one PU per thread of
-    /// all programs in file order), recorded (a trace's threads where they ran), or a cpu list
+    /// Thread placement: os (Linux-like: spread, now and then moved within the LLC), a mapping
+    /// algorithm of `numaff map` (compact, scatter, round-robin, packed, random, eagermap,
+    /// locality, balance, deloc, ondeloc), map:FILE (a mapping file from `numaff map -o FILE`, one
+    /// PU per thread of all programs in file order), recorded (a trace's threads where they ran), or a cpu list
     /// such as 0,2,4,6 (thread i on the i-th cpu). eagermap, locality, balance, deloc and ondeloc
     /// map the workload's own communication matrix (kMAF's sharing detection over its access
     /// streams); ondeloc starts from the os placement; deloc takes all communicating pairs as one
     /// group (no time clusters, as `numaff map --matrix`); cimar and nimar are refused (they need
-    /// metrics measured while the threads run: numaff mapp). Given more than once (or with --data
+    /// metrics measured while the threads run). Given more than once (or with --data
     /// more than once), every thread placement runs with every data placement and a table
     /// compares them, the first as the baseline.
     #[arg(long, value_name = "POLICY", default_value = "os", action = clap::ArgAction::Append)]

@@ -139,7 +139,7 @@ pub enum WorkloadError {
         cpus: CpuSet,
     },
     /// A mapping algorithm that needs metrics measured while the threads run.
-    #[error("thread placement {0}: needs 3DyRM metrics (operations, memory accesses and latency of each thread) measured while the threads run, which a static simulated placement does not have; use numaff mapp for it, or another algorithm")]
+    #[error("thread placement {0}: needs 3DyRM metrics (operations, memory accesses and latency of each thread) measured while the threads run, which a static simulated placement does not have (they decide online); use another algorithm")]
     NeedsRunMetrics(&'static str),
     /// A mapping file that could not be read.
     #[error(transparent)]
