@@ -94,6 +94,18 @@ fn arrays(k: Kernel, l: u64) -> Vec<Array> {
     }
 }
 
+/// The bytes of the arrays program `p` (and its queued kernels) allocates when `n` threads run
+/// it: what its threads can touch, to hold against the machine's caches. A replayed trace's
+/// footprint is not known from its parameters: 0.
+pub fn footprint_bytes(p: &Program, n: u64) -> u64 {
+    std::iter::once(p)
+        .chain(p.then.iter())
+        .filter(|q| q.replay.is_none())
+        .flat_map(|q| arrays(q.kernel, q.lines))
+        .map(|a| a.lines_per_share.saturating_mul(n).saturating_mul(LINE))
+        .fold(0, u64::saturating_add)
+}
+
 /// Steps a run may hold in memory over all its threads (about 48 bytes each: 1.5 GiB): the
 /// generators build each thread's steps before the run, so a file asking for billions of
 /// iterations is refused by [`crate::Workload::check`] instead of exhausting the host's memory.

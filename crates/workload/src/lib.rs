@@ -2,6 +2,7 @@
 //! ([`spec`], [`catalog`]) and replayed traces ([`replay`]), placed ([`ThreadPolicy`],
 //! [`DataChoice`]) and run on the simulator ([`build`], [`run`]).
 
+pub mod calibration;
 pub mod catalog;
 pub mod error;
 pub mod kernels;
@@ -31,7 +32,8 @@ pub use spec::{Init, Kernel, Program, Workload};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ThreadPolicy {
     /// The Linux-like default: spread over idle cores in an order unrelated to sharing
-    /// ([`numaff_sim::os_placement`]) and occasionally moved ([`numaff_sim::OsScheduler`]).
+    /// ([`numaff_sim::os_placement`]) and now and then moved within their last-level cache
+    /// ([`numaff_sim::OsScheduler`]).
     Os,
     /// A `numaff_policy` mapping algorithm over all threads of the workload together
     /// ([`numaff_policy::map`]). Those that read a communication matrix

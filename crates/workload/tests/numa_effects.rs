@@ -4,35 +4,18 @@
 #![allow(clippy::unwrap_used)]
 
 use numaff_machine::catalog as machines;
-use numaff_workload::{catalog, run, Algorithm, DataChoice, RunOptions, ThreadPolicy};
+use numaff_workload::{calibration, catalog, run, Algorithm, DataChoice, RunOptions, ThreadPolicy};
 
-/// kMAF Fig. 1 (000 §3.1-3.2) with the suite's SP (nas-sp) on kmaf-sim-4x2: T_L = compact (each
-/// thread's left or right neighbour on its processor, the other one hop away), T_R = scatter
-/// (thread i on processor i mod 4: every neighbour pair on two processors, one ring hop apart;
-/// kMAF says only that T_R places threads that share data "far apart in the hierarchy"); D_L /
-/// D_R = oracle-local / oracle-remote from the profiling replay.
+/// kMAF Fig. 1's four makespans (`calibration::fig1`).
 fn fig1(scale: f64, seed: u64) -> [f64; 4] {
     let m = machines::load("kmaf-sim-4x2").unwrap();
-    let w = catalog::load("nas-sp").unwrap().scaled(scale);
-    let go = |t: &str, d: DataChoice| {
-        let opts = RunOptions {
-            threads: t.parse().unwrap(),
-            data: d,
-            seed,
-        };
-        let r = run(&m, &w, &opts).unwrap();
-        // Every controller and link served its lines as the time-ordered FIFO: none came
-        // before the history its queue remembers.
-        assert_eq!(r.queue_past_history, 0, "{t} {:?}", opts.data);
-        r.makespan_ns as f64
-    };
-    let (tl, tr) = ("0,1,2,3,4,5,6,7", "0,2,4,6,1,3,5,7");
-    [
-        go(tl, DataChoice::OracleLocal),
-        go(tr, DataChoice::OracleLocal),
-        go(tl, DataChoice::OracleRemote),
-        go(tr, DataChoice::OracleRemote),
-    ]
+    let reports = calibration::fig1(&m, scale, seed).unwrap();
+    // Every controller and link served its lines as the time-ordered FIFO: none came before the
+    // history its queue remembers.
+    for r in &reports {
+        assert_eq!(r.queue_past_history, 0);
+    }
+    reports.map(|r| r.makespan_ns as f64)
 }
 
 /// Fig. 1's order, T_L D_L < T_R D_L < T_L D_R < T_R D_R, and the compounding: T_L D_L's gain
