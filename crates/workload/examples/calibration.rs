@@ -31,14 +31,7 @@ fn main() -> Result<(), String> {
             suite(&m, p.threads, &KMAF_SUITE, size, jobs, &progress).map_err(|e| e.to_string())?;
         eprintln!();
         for r in &runs {
-            eprintln!(
-                "  {:22} scale {:5.2}  os {:8.3} ms  compact {:+7.1} %  oracle {:+7.1} %",
-                r.workload,
-                r.scale,
-                r.os_ns / 1e6,
-                100.0 * (r.os_ns / r.compact_ns - 1.0),
-                100.0 * (r.os_ns / r.oracle_ns - 1.0)
-            );
+            eprintln!("  {r}");
         }
         let (compact, oracle) = suite_gains(&runs);
         println!(

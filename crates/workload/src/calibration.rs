@@ -120,6 +120,21 @@ pub struct SuiteRun {
     pub oracle_ns: f64,
 }
 
+impl std::fmt::Display for SuiteRun {
+    /// One line: the workload, its scale, the os makespan and the two gains over it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:22} scale {:5.2}  os {:8.3} ms  compact {:+7.1} %  oracle {:+7.1} %",
+            self.workload,
+            self.scale,
+            self.os_ns / 1e6,
+            100.0 * (self.os_ns / self.compact_ns - 1.0),
+            100.0 * (self.os_ns / self.oracle_ns - 1.0)
+        )
+    }
+}
+
 /// The geometric mean of `speedups` (baseline time over each run's) as a gain in percent.
 pub fn geomean_gain(speedups: impl IntoIterator<Item = f64>) -> f64 {
     let (mut sum, mut n) = (0.0, 0usize);
@@ -317,16 +332,8 @@ fn run_jobs(
         .collect()
 }
 
-/// The PARSEC-like workloads of DeLoc's evaluation (002 §3.4, Fig. 3.4).
-pub const DELOC_PARSEC: [&str; 7] = [
-    "parsec-canneal",
-    "parsec-dedup",
-    "parsec-facesim",
-    "parsec-ferret",
-    "parsec-fluidanimate",
-    "parsec-streamcluster",
-    "parsec-x264",
-];
+/// The PARSEC-like workloads of DeLoc's evaluation (002 §3.4, Fig. 3.4): the suite's PARSEC part.
+pub const DELOC_PARSEC: &[&str] = KMAF_SUITE.split_at(10).1;
 
 /// The thread mappings DeLoc is compared with (002 §3.4): Locality, Packed, Balance and DeLoc.
 pub const DELOC_MAPPINGS: [&str; 4] = ["locality", "packed", "balance", "deloc"];

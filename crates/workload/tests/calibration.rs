@@ -35,13 +35,7 @@ fn suite_on(machine: &str) -> (SuitePublished, f64, f64) {
     let jobs = std::thread::available_parallelism().map_or(1, usize::from);
     let runs = suite(&m, p.threads, &KMAF_SUITE, SuiteSize::CI, jobs, &|_, _| {}).unwrap();
     for r in &runs {
-        println!(
-            "{machine} {:22} os {:8.3} ms  compact {:+7.1} %  oracle {:+7.1} %",
-            r.workload,
-            r.os_ns / 1e6,
-            100.0 * (r.os_ns / r.compact_ns - 1.0),
-            100.0 * (r.os_ns / r.oracle_ns - 1.0)
-        );
+        println!("{machine} {r}");
     }
     let (compact, oracle) = suite_gains(&runs);
     println!(
@@ -139,7 +133,7 @@ fn kmaf_suite_gains_on_opteron_compact_as_published_oracle_below() {
 fn deloc_is_fastest_on_average_over_parsec_on_xeon56() {
     let m = machines::load("agung-xeon56").unwrap();
     let jobs = std::thread::available_parallelism().map_or(1, usize::from);
-    let runs = deloc(&m, &DELOC_PARSEC, 1.0, jobs).unwrap();
+    let runs = deloc(&m, DELOC_PARSEC, 1.0, jobs).unwrap();
     let mut speed = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for (w, t) in &runs {
         println!("{w:22} {DELOC_MAPPINGS:?}: {t:?}");

@@ -4,33 +4,13 @@
 #![allow(clippy::unwrap_used)]
 
 use numaff_machine::catalog as machines;
+use numaff_workload::calibration::KMAF_SUITE;
 use numaff_workload::{catalog, run, total_accesses, RunOptions};
-
-/// The NAS and PARSEC workloads the papers run.
-const PAPER_WORKLOADS: [&str; 17] = [
-    "nas-bt",
-    "nas-cg",
-    "nas-dc",
-    "nas-ep",
-    "nas-ft",
-    "nas-is",
-    "nas-lu",
-    "nas-mg",
-    "nas-sp",
-    "nas-ua",
-    "parsec-streamcluster",
-    "parsec-canneal",
-    "parsec-dedup",
-    "parsec-ferret",
-    "parsec-facesim",
-    "parsec-fluidanimate",
-    "parsec-x264",
-];
 
 #[test]
 fn every_paper_workload_is_in_the_catalog_and_says_what_it_follows() {
     let readme = include_str!("../README.md");
-    for name in PAPER_WORKLOADS {
+    for name in KMAF_SUITE {
         assert!(
             catalog::names().contains(&name),
             "{name} not in the catalog"
